@@ -1,0 +1,151 @@
+package clients
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Reactions to a 404 on a session request (DOMAIN.md §3).
+const (
+	On404Reinit = "reinit" // start over with initialize, then re-issue the call (what the spec says a client MUST do)
+	On404Fail   = "fail"   // the connection fails for good; the call fails; a later call starts a new connection
+	On404Stale  = "stale"  // the call fails and the client keeps the dead session id
+	On404Stuck  = "stuck"  // a 404 on GET reads as "SSE unsupported": the call hangs until its timeout, the id is kept
+)
+
+// Reactions to a stream that can never resume: a 400 on resume (purged, or no
+// store) or a stream that ends with a JSON-RPC error (an orphaned call).
+const (
+	OnErrorReissue = "reissue" // re-issue the call from the start
+	OnErrorFail    = "fail"    // the call fails
+)
+
+// What a client does when its stream breaks before it saw any event id.
+const (
+	NoIDReissue    = "reissue"    // re-issue the call
+	NoIDWait       = "wait"       // nothing can be resumed; wait for the call timeout
+	NoIDStandalone = "standalone" // open the standalone GET (no Last-Event-ID) if there is a session, else re-issue
+)
+
+// Which failures a client retries with backoff.
+const (
+	RetryOnNetwork = "network" // only network errors; any non-2xx on a resume fails the connection
+	RetryOnAny     = "any"     // network errors, 503 and 409 too
+)
+
+// Valid values, for validation messages.
+var (
+	On404s    = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
+	OnErrors  = []string{OnErrorReissue, OnErrorFail}
+	NoIDs     = []string{NoIDReissue, NoIDWait, NoIDStandalone}
+	RetryOns  = []string{RetryOnNetwork, RetryOnAny}
+	profiles  = map[string]Config{}
+)
+
+// Config is everything that shapes a client's reconnect behaviour. A profile
+// fills every field; scenarios.toml may override any of them.
+type Config struct {
+	Profile         string        `toml:"profile" json:"profile"`
+	Strategy        string        `toml:"strategy" json:"strategy"`
+	Jitter          string        `toml:"jitter" json:"jitter"`
+	Base            time.Duration `toml:"base" json:"base"`
+	Factor          float64       `toml:"factor" json:"factor"`
+	Cap             time.Duration `toml:"cap" json:"cap"`
+	MaxRetries      int           `toml:"max_retries" json:"max_retries"`
+	ResetOnProgress bool          `toml:"reset_on_progress" json:"reset_on_progress"`
+	HonorRetryHint  bool          `toml:"honor_retry_hint" json:"honor_retry_hint"`
+	RetryOn         string        `toml:"retry_on" json:"retry_on"`
+	On404           string        `toml:"on_404" json:"on_404"`
+	OnError         string        `toml:"on_error" json:"on_error"`
+	NoID            string        `toml:"no_id" json:"no_id"`
+	CallTimeout     time.Duration `toml:"call_timeout" json:"call_timeout"`
+}
+
+func init() {
+	goSDK := Config{
+		Profile: "go-sdk", Strategy: StrategyExponential, Jitter: JitterAdditive,
+		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
+		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
+		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDWait, CallTimeout: 120 * time.Second,
+	}
+	ts := goSDK
+	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404 = "ts-sdk", JitterNone, 2, false, On404Stale
+	py := ts
+	py.Profile, py.Strategy, py.Factor, py.Cap = "python-sdk", StrategyConstant, 1, 0
+	compliant := goSDK
+	compliant.Profile, compliant.RetryOn, compliant.On404, compliant.OnError, compliant.NoID =
+		"compliant", RetryOnAny, On404Reinit, OnErrorReissue, NoIDStandalone
+	stuck := ts
+	stuck.Profile, stuck.On404 = "stuck", On404Stuck
+	for _, c := range []Config{goSDK, ts, py, compliant, stuck} {
+		profiles[c.Profile] = c
+	}
+}
+
+// ProfileNames lists the named profiles in a stable order.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Profile returns the Config of a named profile (DOMAIN.md §3).
+func Profile(name string) (Config, error) {
+	c, ok := profiles[name]
+	if !ok {
+		return Config{}, fmt.Errorf("clients: unknown profile %q (valid: %v)", name, ProfileNames())
+	}
+	return c, nil
+}
+
+// Validate lists every problem with c. Each error names the key.
+func (c *Config) Validate() []error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	oneOf := func(key, v string, valid []string) {
+		if !slices.Contains(valid, v) {
+			bad(key, "%q is not one of %v", v, valid)
+		}
+	}
+	if _, ok := profiles[c.Profile]; !ok {
+		bad("profile", "%q is not one of %v", c.Profile, ProfileNames())
+	}
+	oneOf("strategy", c.Strategy, Strategies)
+	oneOf("jitter", c.Jitter, Jitters)
+	oneOf("retry_on", c.RetryOn, RetryOns)
+	oneOf("on_404", c.On404, On404s)
+	oneOf("on_error", c.OnError, OnErrors)
+	oneOf("no_id", c.NoID, NoIDs)
+	if c.Base < 0 {
+		bad("base", "%v is negative", c.Base)
+	}
+	if c.Cap < 0 {
+		bad("cap", "%v is negative", c.Cap)
+	}
+	if c.Strategy == StrategyExponential && c.Factor < 1 {
+		bad("factor", "%v is below 1", c.Factor)
+	}
+	if c.MaxRetries < 0 {
+		bad("max_retries", "%d is negative", c.MaxRetries)
+	}
+	if c.CallTimeout <= 0 {
+		bad("call_timeout", "%v must be positive", c.CallTimeout)
+	}
+	return errs
+}
+
+// FieldError is a problem with one key of a Config. Callers prefix the key
+// with its path in the scenario file.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }

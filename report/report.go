@@ -1,0 +1,153 @@
+// Package report defines the one Report type every engine writes and every
+// consumer (plots, thresholds, compare, plan, agreement) reads, with its
+// writers (report.json, summary.md, series.csv) and its reader.
+//
+// The metric names and their meaning follow DOMAIN.md §6. Every count is made
+// where it happens, by the engine, never derived from the other counts, so
+// that Conservation is a real check:
+//
+//	events_expected = events_delivered + events_lost + events_pending
+package report
+
+// Schema is the version of report.json this package writes and reads.
+const Schema = 1
+
+// Version is stormsim's version, written into every report.
+const Version = "0.1.0"
+
+// Report is one run of one scenario: every design side by side.
+type Report struct {
+	Schema          int      `json:"schema"`
+	StormsimVersion string   `json:"stormsim_version"`
+	Scenario        string   `json:"scenario"`
+	Description     string   `json:"description"`
+	ScenarioHash    string   `json:"scenario_hash"`
+	Engine          string   `json:"engine"`
+	Seed            uint64   `json:"seed"`
+	DurationS       float64  `json:"duration_s"`
+	Faults          []Fault  `json:"faults"`
+	Designs         []Design `json:"designs"`
+}
+
+// Fault is one entry of the fault schedule, as charts mark it.
+type Fault struct {
+	Kind   string  `json:"kind"`
+	Label  string  `json:"label"`
+	AtS    float64 `json:"at_s"`
+	UntilS float64 `json:"until_s"`
+}
+
+// Design is one row: a design's totals, latencies and series.
+type Design struct {
+	Name     string `json:"name"`
+	Mode     string `json:"mode"`
+	Sessions string `json:"sessions"`
+	Events   string `json:"events"`
+	LB       string `json:"lb"`
+	Profile  string `json:"profile"`
+	Era      string `json:"era"`
+
+	Totals              Totals          `json:"totals"`
+	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
+	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
+	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
+	Series              Series          `json:"series"`
+}
+
+// Totals are the counts of DOMAIN.md §6.
+type Totals struct {
+	Calls            int64  `json:"calls"`
+	CallsCompleted   int64  `json:"calls_completed"`
+	CallsFailed      int64  `json:"calls_failed"`
+	CallsPending     int64  `json:"calls_pending"`
+	CallsReissued    int64  `json:"calls_reissued"`
+	EventsExpected   int64  `json:"events_expected"`
+	EventsDelivered  int64  `json:"events_delivered"`
+	EventsReplayed   int64  `json:"events_replayed"`
+	EventsLost       int64  `json:"events_lost"`
+	EventsPending    int64  `json:"events_pending"`
+	EventsDuplicated int64  `json:"events_duplicated"`
+	EventsRedone     int64  `json:"events_redone"`
+	EventsUnproduced int64  `json:"events_unproduced"`
+	EventsWasted     int64  `json:"events_wasted"`
+	LostByCause      Causes `json:"lost_by_cause"`
+
+	Drops           int64   `json:"drops"`
+	Reconnects      int64   `json:"reconnects"`
+	Resumes         int64   `json:"resumes"`
+	Requests        int64   `json:"requests"`
+	SessionRequests int64   `json:"session_requests"`
+	HTTP404         int64   `json:"http_404"`
+	HTTP400         int64   `json:"http_400"`
+	HTTP409         int64   `json:"http_409"`
+	HTTP503         int64   `json:"http_503"`
+	Rate404         float64 `json:"rate_404"`
+
+	StorePeakBytes   int64   `json:"store_peak_bytes"`
+	StorePeakOpsPerS float64 `json:"store_peak_ops_per_s"`
+}
+
+// Causes splits lost events by why they were lost.
+type Causes struct {
+	Purged     int64 `json:"purged"`
+	Unproduced int64 `json:"unproduced"`
+	Abandoned  int64 `json:"abandoned"`
+	Other      int64 `json:"other"`
+}
+
+// Sum is the total of all causes.
+func (c Causes) Sum() int64 { return c.Purged + c.Unproduced + c.Abandoned + c.Other }
+
+// Latency summarises a latency distribution in milliseconds. With Count 0
+// every quantile is null (nil), never 0 and never NaN.
+type Latency struct {
+	Count     int64     `json:"count"`
+	P50       *float64  `json:"p50"`
+	P90       *float64  `json:"p90"`
+	P99       *float64  `json:"p99"`
+	Max       *float64  `json:"max"`
+	Histogram Histogram `json:"histogram"`
+}
+
+// Histogram counts samples per bucket; Counts[i] holds the samples in
+// (LeMS[i-1], LeMS[i]]. The last bound is large enough for every sample.
+type Histogram struct {
+	LeMS   []float64 `json:"le_ms"`
+	Counts []int64   `json:"counts"`
+}
+
+// FaultRecovery is the time to recover after one fault; nil when the rates
+// never came back within the run.
+type FaultRecovery struct {
+	Fault   int      `json:"fault"`
+	Seconds *float64 `json:"seconds"`
+}
+
+// Series holds per-step values; every slice has the same length.
+type Series struct {
+	StepS           float64 `json:"step_s"`
+	ActiveStreams   []int64 `json:"active_streams"`
+	Reconnects      []int64 `json:"reconnects"`
+	SessionRequests []int64 `json:"session_requests"`
+	HTTP404         []int64 `json:"http_404"`
+	EventsLost      []int64 `json:"events_lost"`
+	StoreOps        []int64 `json:"store_ops"`
+	StoreBytes      []int64 `json:"store_bytes"`
+}
+
+// Columns returns the series in a fixed order with their names, for CSV
+// writers and checks.
+func (s *Series) Columns() ([]string, [][]int64) {
+	return []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"},
+		[][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+}
+
+// Design returns the design by name, or nil.
+func (r *Report) Design(name string) *Design {
+	for i := range r.Designs {
+		if r.Designs[i].Name == name {
+			return &r.Designs[i]
+		}
+	}
+	return nil
+}

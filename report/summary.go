@@ -1,0 +1,114 @@
+package report
+
+import (
+	"math"
+	"sort"
+
+	"github.com/montanaflynn/stats"
+)
+
+// LatencyBoundsMS are the histogram bucket bounds, in milliseconds.
+var LatencyBoundsMS = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1e6, 1e7}
+
+// Summarise turns latency samples (ms) into a Latency block. The quantiles
+// are nearest-rank, so each one is a sample that happened. samples is sorted
+// in place.
+func Summarise(samples []float64) Latency {
+	l := Latency{Count: int64(len(samples))}
+	l.Histogram.LeMS = append([]float64(nil), LatencyBoundsMS...)
+	l.Histogram.Counts = make([]int64, len(LatencyBoundsMS))
+	if len(samples) == 0 {
+		return l
+	}
+	sort.Float64s(samples)
+	data := stats.Float64Data(samples)
+	q := func(p float64) *float64 {
+		v, err := stats.PercentileNearestRank(data, p)
+		if err != nil || math.IsNaN(v) {
+			return nil
+		}
+		v = round3(v)
+		return &v
+	}
+	l.P50, l.P90, l.P99 = q(50), q(90), q(99)
+	mx := round3(samples[len(samples)-1])
+	l.Max = &mx
+	for _, s := range samples {
+		i := sort.SearchFloat64s(LatencyBoundsMS, s)
+		if i >= len(LatencyBoundsMS) {
+			i = len(LatencyBoundsMS) - 1
+		}
+		l.Histogram.Counts[i]++
+	}
+	return l
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// BaselineWindowS is how many seconds before a fault form its baseline.
+const BaselineWindowS = 30
+
+// RecoveryAfterFaults computes, for each fault, the seconds from the fault to
+// the first step after the storm's peak in which both the reconnect rate and
+// the 404 rate are back within 10% of their mean over the BaselineWindowS
+// seconds before the fault. A fault that causes no excursion recovers in 0 s;
+// one whose rates never come back gets nil.
+func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
+	out := make([]FaultRecovery, len(faults))
+	n := len(s.Reconnects)
+	step := s.StepS
+	if step <= 0 {
+		step = 1
+	}
+	for i, f := range faults {
+		out[i].Fault = i
+		at := int(f.AtS / step)
+		if at >= n {
+			continue
+		}
+		end := n
+		for j := i + 1; j < len(faults); j++ { // the next fault's storm is not this one's
+			if nx := int(faults[j].AtS / step); nx > at && nx < end {
+				end = nx
+			}
+		}
+		w := int(BaselineWindowS / step)
+		if w < 1 {
+			w = 1
+		}
+		lo := max(0, at-w)
+		base := func(xs []int64) float64 {
+			if at == lo {
+				return 0
+			}
+			var sum int64
+			for _, x := range xs[lo:at] {
+				sum += x
+			}
+			return float64(sum) / float64(at-lo)
+		}
+		bRe, b404 := base(s.Reconnects), base(s.HTTP404)
+		within := func(k int) bool {
+			return float64(s.Reconnects[k]) <= 1.1*bRe && float64(s.HTTP404[k]) <= 1.1*b404
+		}
+		peak, peakV := at, int64(-1)
+		for k := at; k < end; k++ {
+			if v := s.Reconnects[k] + s.HTTP404[k]; v > peakV {
+				peak, peakV = k, v
+			}
+		}
+		if within(peak) {
+			z := 0.0
+			out[i].Seconds = &z
+			continue
+		}
+		for k := peak + 1; k < end; k++ {
+			if within(k) {
+				sec := round3(float64(k)*step - f.AtS)
+				out[i].Seconds = &sec
+				break
+			}
+		}
+	}
+	return out
+}

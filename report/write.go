@@ -1,0 +1,274 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// JSON encodes r as report.json: indented, keys in struct order, so the same
+// report gives the same bytes.
+func (r *Report) JSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Read loads a report.json, or the report.json inside a run folder, and
+// checks that it is one this version understands.
+func Read(path string) (*Report, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and checks report.json bytes; name is used in messages.
+func Parse(name string, data []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("report: %s: not a report.json: %w", name, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("report: %s: schema %d is not supported (this stormsim reads schema %d)", name, r.Schema, Schema)
+	}
+	var errs []error
+	for _, d := range r.Designs {
+		names, cols := d.Series.Columns()
+		for i, c := range cols {
+			if len(c) != len(cols[0]) {
+				errs = append(errs, fmt.Errorf("report: %s: designs[%s].series.%s has %d points, %s has %d", name, d.Name, names[i], len(c), names[0], len(cols[0])))
+			}
+		}
+		for _, l := range []struct {
+			n string
+			h Histogram
+		}{{"replay_latency_ms", d.ReplayLatencyMS.Histogram}, {"recovery_latency_ms", d.RecoveryLatencyMS.Histogram}} {
+			if len(l.h.LeMS) != len(l.h.Counts) {
+				errs = append(errs, fmt.Errorf("report: %s: designs[%s].%s.histogram has %d bounds and %d counts", name, d.Name, l.n, len(l.h.LeMS), len(l.h.Counts)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &r, nil
+}
+
+func fmtOpt(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*v, 'f', 0, 64)
+}
+
+func pct(n, d int64) string {
+	if d == 0 {
+		return "0.0%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d))
+}
+
+// tableRows is the design table shared by stdout and summary.md.
+func (r *Report) tableRows() ([]string, [][]string) {
+	head := []string{"design", "lb", "profile", "calls", "done", "failed", "reissued", "events", "lost", "lost%", "replayed", "unproduced", "404s", "rate_404", "resumes", "reconnects", "replay p50 ms", "replay p99 ms", "recovery p50 ms", "store peak"}
+	var rows [][]string
+	for _, d := range r.Designs {
+		t := d.Totals
+		rows = append(rows, []string{
+			d.Name, d.LB, d.Profile,
+			strconv.FormatInt(t.Calls, 10), strconv.FormatInt(t.CallsCompleted, 10), strconv.FormatInt(t.CallsFailed, 10), strconv.FormatInt(t.CallsReissued, 10),
+			strconv.FormatInt(t.EventsExpected, 10), strconv.FormatInt(t.EventsLost, 10), pct(t.EventsLost, t.EventsExpected),
+			strconv.FormatInt(t.EventsReplayed, 10), strconv.FormatInt(t.EventsUnproduced, 10),
+			strconv.FormatInt(t.HTTP404, 10), strconv.FormatFloat(t.Rate404, 'f', 3, 64),
+			strconv.FormatInt(t.Resumes, 10), strconv.FormatInt(t.Reconnects, 10),
+			fmtOpt(d.ReplayLatencyMS.P50), fmtOpt(d.ReplayLatencyMS.P99), fmtOpt(d.RecoveryLatencyMS.P50),
+			humanBytes(t.StorePeakBytes),
+		})
+	}
+	return head, rows
+}
+
+func humanBytes(b int64) string {
+	switch {
+	case b == 0:
+		return "-"
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// WriteTable prints the design table for a terminal.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%s (seed %d, %s engine)\n", r.Scenario, r.Seed, r.Engine)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head, rows := r.tableRows()
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// Markdown renders summary.md.
+func (r *Report) Markdown() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Scenario, r.Description)
+	fmt.Fprintf(&b, "Engine `%s`, seed %d, %g s, scenario hash `%s`, stormsim %s.\n\n", r.Engine, r.Seed, r.DurationS, r.ScenarioHash, r.StormsimVersion)
+	if len(r.Faults) > 0 {
+		b.WriteString("## Faults\n\n| # | kind | what | at (s) | until (s) |\n|---|---|---|---|---|\n")
+		for i, f := range r.Faults {
+			fmt.Fprintf(&b, "| %d | %s | %s | %g | %g |\n", i, f.Kind, f.Label, f.AtS, f.UntilS)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Designs\n\n")
+	head, rows := r.tableRows()
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for range head {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	if len(r.Faults) > 0 {
+		b.WriteString("\n## Time to recover (s)\n\n| design |")
+		for i := range r.Faults {
+			fmt.Fprintf(&b, " fault %d |", i)
+		}
+		b.WriteString("\n|---|")
+		for range r.Faults {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+		for _, d := range r.Designs {
+			b.WriteString("| " + d.Name + " |")
+			for _, fr := range d.RecoveryAfterFaultS {
+				if fr.Seconds == nil {
+					b.WriteString(" never |")
+				} else {
+					fmt.Fprintf(&b, " %g |", *fr.Seconds)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// SeriesCSV renders series.csv: one row per design and step.
+func (r *Report) SeriesCSV() ([]byte, error) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if len(r.Designs) == 0 {
+		w.Flush()
+		return b.Bytes(), nil
+	}
+	names, _ := r.Designs[0].Series.Columns()
+	if err := w.Write(append([]string{"design", "t_s"}, names...)); err != nil {
+		return nil, err
+	}
+	for _, d := range r.Designs {
+		_, cols := d.Series.Columns()
+		for i := range cols[0] {
+			row := []string{d.Name, strconv.FormatFloat(float64(i)*d.Series.StepS, 'f', -1, 64)}
+			for _, c := range cols {
+				row = append(row, strconv.FormatInt(c[i], 10))
+			}
+			if err := w.Write(row); err != nil {
+				return nil, err
+			}
+		}
+	}
+	w.Flush()
+	return b.Bytes(), w.Error()
+}
+
+// Files renders every file of a run folder, by name.
+func (r *Report) Files() (map[string][]byte, error) {
+	j, err := r.JSON()
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.SeriesCSV()
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"report.json": j, "summary.md": r.Markdown(), "series.csv": c}, nil
+}
+
+// RunDir is the folder name of a run: <UTC time>-seed<N>.
+func RunDir(now time.Time, seed uint64) string {
+	return fmt.Sprintf("%s-seed%d", now.UTC().Format("20060102T150405Z"), seed)
+}
+
+// WriteRun writes files into dir/<run> atomically: they are written into a
+// hidden temporary folder that is renamed into place only when complete, so
+// an interrupted run leaves nothing half-written. It refreshes dir/latest and
+// returns the run folder. extra may add more files (charts, pages).
+func WriteRun(dir, run string, files map[string][]byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".partial-")
+	if err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return "", fmt.Errorf("report: %w", err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	final := filepath.Join(dir, run)
+	for i := 2; ; i++ { // two runs in the same second get distinct folders
+		if _, err := os.Stat(final); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		final = filepath.Join(dir, fmt.Sprintf("%s-%d", run, i))
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	ok = true
+	latest := filepath.Join(dir, "latest")
+	tmpLink := latest + ".tmp"
+	os.Remove(tmpLink)
+	if err := os.Symlink(filepath.Base(final), tmpLink); err == nil {
+		if err := os.Rename(tmpLink, latest); err != nil {
+			os.Remove(tmpLink)
+		}
+	}
+	return final, nil
+}

@@ -1,0 +1,646 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// top holds the scenario-level keys that [defaults] and [scenario.NAME] share.
+type top struct {
+	Description string        `toml:"description"`
+	Seed        uint64        `toml:"seed"`
+	Duration    time.Duration `toml:"duration"`
+	Drain       time.Duration `toml:"drain"`
+	Step        time.Duration `toml:"step"`
+	Replicas    int           `toml:"replicas"`
+	LB          string        `toml:"lb"`
+	Era         string        `toml:"era"`
+	RTT         time.Duration `toml:"rtt"`
+	Designs     []string      `toml:"designs"`
+}
+
+// subs holds the sub-tables of a layer, decoded later, one at a time.
+type subs struct {
+	Workload toml.Primitive `toml:"workload"`
+	Client   toml.Primitive `toml:"client"`
+	Store    toml.Primitive `toml:"store"`
+	Replica  toml.Primitive `toml:"replica"`
+}
+
+// scenarioOnly holds what only a [scenario.NAME] block may have.
+type scenarioOnly struct {
+	Faults []toml.Primitive `toml:"faults"`
+}
+
+type designTop struct {
+	Description string `toml:"description"`
+	Mode        string `toml:"mode"`
+	Sessions    string `toml:"sessions"`
+	Events      string `toml:"events"`
+	LB          string `toml:"lb"`
+	Era         string `toml:"era"`
+}
+
+type designSubs struct {
+	Client  toml.Primitive `toml:"client"`
+	Store   toml.Primitive `toml:"store"`
+	Replica toml.Primitive `toml:"replica"`
+}
+
+type rawFile struct {
+	Defaults toml.Primitive            `toml:"defaults"`
+	Design   map[string]toml.Primitive `toml:"design"`
+	Scenario map[string]toml.Primitive `toml:"scenario"`
+}
+
+// Options changes how a file is loaded. A nil *Options means none.
+type Options struct {
+	// Set holds key=value overrides (for example "workload.clients=500"),
+	// applied to the scenario named Target as a layer above it.
+	Set    []string
+	Target string
+}
+
+// File is a loaded, validated scenarios file.
+type File struct {
+	Path      string
+	names     []string
+	designs   []string
+	scenarios map[string]*Scenario
+}
+
+// Names lists the scenarios in file order.
+func (f *File) Names() []string { return f.names }
+
+// DesignNames lists every defined design, sorted.
+func (f *File) DesignNames() []string { return f.designs }
+
+// Scenario returns the resolved scenario by name.
+func (f *File) Scenario(name string) (*Scenario, error) {
+	s, ok := f.scenarios[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: no scenario %q (defined: %s)", f.Path, name, strings.Join(f.names, ", "))
+	}
+	return s, nil
+}
+
+// Load reads and validates path.
+func Load(path string, opts *Options) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(path, data, opts)
+}
+
+// layer is one source of settings: a table in some TOML document.
+type layer struct {
+	md    *toml.MetaData
+	prim  toml.Primitive
+	path  []string // where the table sits in md
+	where string   // how messages name the source: "scenarios.toml: scenario.x" or "--set"
+}
+
+func (l *layer) defined(key ...string) bool {
+	return l.md.IsDefined(append(slices.Clone(l.path), key...)...)
+}
+
+// loader collects every problem as it goes.
+type loader struct {
+	file string
+	md   toml.MetaData
+	raw  rawFile
+	errs []error
+}
+
+func (ld *loader) errorf(where, format string, args ...any) {
+	ld.errs = append(ld.errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+}
+
+var tomlErrRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "(.*)"\): (.*)$`)
+
+// decodeErr turns a BurntSushi error into "file: line N: key: problem".
+func (ld *loader) decodeErr(where string, err error) {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		key := strings.TrimPrefix(pe.LastKey, "set.")
+		msg := pe.Message
+		if pe.Line > 0 && !strings.HasPrefix(where, "--set") {
+			ld.errorf(where, "line %d: %s: %s", pe.Line, key, msg)
+			return
+		}
+		ld.errorf(where, "%s: %s", key, msg)
+		return
+	}
+	if m := tomlErrRE.FindStringSubmatch(err.Error()); m != nil {
+		key := m[2]
+		if strings.HasPrefix(where, "--set") {
+			key = strings.TrimPrefix(key, "set.")
+		}
+		if m[1] != "" && !strings.HasPrefix(where, "--set") {
+			ld.errorf(where, "line %s: %s: %s", m[1], key, m[3])
+			return
+		}
+		ld.errorf(where, "%s: %s", key, m[3])
+		return
+	}
+	ld.errorf(where, "%s", strings.TrimPrefix(err.Error(), "toml: "))
+}
+
+func (ld *loader) decode(l *layer, p toml.Primitive, v any) {
+	if err := l.md.PrimitiveDecode(p, v); err != nil {
+		ld.decodeErr(l.where, err)
+	}
+}
+
+// Parse validates data read from name (used in messages).
+func Parse(name string, data []byte, opts *Options) (*File, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	ld := &loader{file: name}
+	md, err := toml.Decode(string(data), &ld.raw)
+	if err != nil {
+		ld.decodeErr(name, err)
+		return nil, errors.Join(ld.errs...)
+	}
+	ld.md = md
+	f := &File{Path: name, scenarios: map[string]*Scenario{}}
+
+	// Scenario names in file order.
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "scenario" && !slices.Contains(f.names, k[1]) {
+			f.names = append(f.names, k[1])
+		}
+	}
+	for n := range builtinDesigns {
+		f.designs = append(f.designs, n)
+	}
+	for n := range ld.raw.Design {
+		if _, ok := builtinDesigns[n]; !ok {
+			f.designs = append(f.designs, n)
+		}
+	}
+	sort.Strings(f.designs)
+	if len(f.names) == 0 {
+		ld.errorf(name, "no [scenario.NAME] blocks: nothing to run")
+	}
+
+	var set *layer
+	if len(opts.Set) > 0 {
+		set = ld.setLayer(opts.Set)
+		if set != nil && opts.Target != "" && !slices.Contains(f.names, opts.Target) {
+			ld.errorf(name, "no scenario %q for --set (defined: %s)", opts.Target, strings.Join(f.names, ", "))
+		}
+	}
+	// Decode every design once, so that its unknown keys are reported even
+	// when no scenario uses it.
+	for _, n := range sortedKeys(ld.raw.Design) {
+		l := &layer{md: &ld.md, prim: ld.raw.Design[n], path: []string{"design", n}, where: name + ": design." + n}
+		var dt designTop
+		var ds designSubs
+		ld.decode(l, l.prim, &dt)
+		ld.decode(l, l.prim, &ds)
+		var c clients.Config
+		var s topology.StoreConfig
+		var r topology.ReplicaConfig
+		ld.decode(l, ds.Client, &c)
+		ld.decode(l, ds.Store, &s)
+		ld.decode(l, ds.Replica, &r)
+	}
+	for _, n := range f.names {
+		var layers []*layer
+		if md.IsDefined("defaults") {
+			layers = append(layers, &layer{md: &ld.md, prim: ld.raw.Defaults, path: []string{"defaults"}, where: name + ": defaults"})
+		}
+		layers = append(layers, &layer{md: &ld.md, prim: ld.raw.Scenario[n], path: []string{"scenario", n}, where: name + ": scenario." + n})
+		if set != nil && n == opts.Target {
+			layers = append(layers, set)
+		}
+		if s := ld.resolve(n, layers); s != nil {
+			f.scenarios[n] = s
+		}
+	}
+	ld.unknownKeys(md.Undecoded(), name, "")
+	if set != nil {
+		ld.unknownKeys(set.md.Undecoded(), "--set", "set")
+	}
+	if len(ld.errs) > 0 {
+		return nil, errors.Join(ld.errs...)
+	}
+	return f, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	k := make([]string, 0, len(m))
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// setLayer turns --set key=value pairs into one TOML layer.
+func (ld *loader) setLayer(pairs []string) *layer {
+	var b strings.Builder
+	b.WriteString("[set]\n")
+	ok := true
+	for _, p := range pairs {
+		k, v, found := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !found || k == "" {
+			ld.errorf("--set "+p, "want key=value, for example workload.clients=500")
+			ok = false
+			continue
+		}
+		line := k + " = " + strings.TrimSpace(v) + "\n"
+		var probe map[string]any
+		if _, err := toml.Decode(line, &probe); err != nil {
+			line = k + " = " + strconv.Quote(strings.TrimSpace(v)) + "\n"
+			if _, err := toml.Decode(line, &probe); err != nil {
+				ld.errorf("--set "+p, "%q is not a valid key", k)
+				ok = false
+				continue
+			}
+		}
+		b.WriteString(line)
+	}
+	if !ok {
+		return nil
+	}
+	var doc struct {
+		Set toml.Primitive `toml:"set"`
+	}
+	md, err := toml.Decode(b.String(), &doc)
+	if err != nil {
+		ld.decodeErr("--set", err)
+		return nil
+	}
+	return &layer{md: &md, prim: doc.Set, path: []string{"set"}, where: "--set"}
+}
+
+// origin names the layer that last defined key, for messages.
+func origin(layers []*layer, key ...string) string {
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		if l.defined(key...) {
+			k := strings.Join(key, ".")
+			if l.where == "--set" {
+				return "--set " + k
+			}
+			return l.where + "." + k
+		}
+	}
+	return "built-in default " + strings.Join(key, ".")
+}
+
+func (ld *loader) resolve(name string, layers []*layer) *Scenario {
+	nerr := len(ld.errs)
+	t := builtinTop()
+	sub := make([]subs, len(layers))
+	for i, l := range layers {
+		ld.decode(l, l.prim, &t)
+		ld.decode(l, l.prim, &sub[i])
+	}
+	scLayer := layers[len(layers)-1]
+	for _, l := range layers {
+		if l.path[0] == "scenario" {
+			scLayer = l
+		}
+	}
+	var only scenarioOnly
+	ld.decode(scLayer, scLayer.prim, &only)
+
+	s := &Scenario{
+		Name: name, Description: t.Description, Seed: t.Seed, Duration: t.Duration, Drain: t.Drain,
+		Step: t.Step, Replicas: t.Replicas, LB: t.LB, Era: t.Era, RTT: t.RTT,
+	}
+	s.Workload = builtinWorkload()
+	for i, l := range layers {
+		if l.defined("workload") {
+			ld.decode(l, sub[i].Workload, &s.Workload)
+		}
+	}
+	ld.validateTop(s, t, layers)
+
+	ctx := s.FaultContext()
+	for i, p := range only.Faults {
+		where := fmt.Sprintf("%s.faults[%d]", scLayer.where, i)
+		var k struct {
+			Kind string `toml:"kind"`
+		}
+		ld.decode(scLayer, p, &k)
+		if k.Kind == "" {
+			ld.errorf(where, "kind: missing (valid: %s)", strings.Join(faults.Kinds(), ", "))
+			continue
+		}
+		f, err := faults.New(k.Kind)
+		if err != nil {
+			ld.errorf(where, "kind: %q is not a fault kind (valid: %s)", k.Kind, strings.Join(faults.Kinds(), ", "))
+			continue
+		}
+		var keys map[string]any
+		ld.decode(scLayer, p, &keys)
+		valid := tomlKeys(reflect.TypeOf(f).Elem())
+		for _, key := range sortedKeys(keys) {
+			if !slices.Contains(valid, key) {
+				ld.errorf(where, "%s: unknown key for kind %q (valid: %s)", key, k.Kind, strings.Join(valid, ", "))
+			}
+		}
+		ld.decode(scLayer, p, f)
+		if t.Duration > 0 && t.Replicas > 0 {
+			for _, e := range f.Validate(ctx) {
+				ld.errorf(where, "%v", e)
+			}
+		}
+		s.Faults = append(s.Faults, f)
+	}
+
+	if len(t.Designs) == 0 {
+		ld.errorf(origin(layers, "designs"), "the list is empty")
+	}
+	seen := map[string]bool{}
+	for i, dn := range t.Designs {
+		if seen[dn] {
+			ld.errorf(origin(layers, "designs"), "%q is listed twice", dn)
+			continue
+		}
+		seen[dn] = true
+		d, ok := ld.design(dn, t, layers, sub)
+		if !ok {
+			ld.errorf(fmt.Sprintf("%s[%d]", origin(layers, "designs"), i), "unknown design %q (defined: %s)", dn, strings.Join(ld.definedDesigns(), ", "))
+			continue
+		}
+		s.Designs = append(s.Designs, d)
+	}
+	if len(ld.errs) > nerr {
+		return nil
+	}
+	return s
+}
+
+func (ld *loader) definedDesigns() []string {
+	var n []string
+	for k := range builtinDesigns {
+		n = append(n, k)
+	}
+	for k := range ld.raw.Design {
+		if !slices.Contains(n, k) {
+			n = append(n, k)
+		}
+	}
+	sort.Strings(n)
+	return n
+}
+
+// design resolves one design on top of the scenario's layers.
+func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Design, bool) {
+	dt, builtin := builtinDesigns[name]
+	p, inFile := ld.raw.Design[name]
+	if !builtin && !inFile {
+		return Design{}, false
+	}
+	all := slices.Clone(layers)
+	var ds designSubs
+	var dl *layer
+	if inFile {
+		dl = &layer{md: &ld.md, prim: p, path: []string{"design", name}, where: ld.file + ": design." + name}
+		ld.decode(dl, p, &dt)
+		ld.decode(dl, p, &ds)
+		all = append(all, dl)
+	}
+	d := Design{Name: name, Description: dt.Description, Mode: dt.Mode, Sessions: dt.Sessions, Events: dt.Events, LB: dt.LB, Era: dt.Era}
+	if d.LB == "" || d.LB == "scenario" {
+		d.LB = t.LB
+	}
+	if d.Era == "" || d.Era == "scenario" {
+		d.Era = t.Era
+	}
+	// The client: the last profile named wins, then every explicit key.
+	clientPrims := make([]toml.Primitive, 0, len(all))
+	clientLayers := make([]*layer, 0, len(all))
+	for i, l := range layers {
+		if l.defined("client") {
+			clientPrims, clientLayers = append(clientPrims, sub[i].Client), append(clientLayers, l)
+		}
+	}
+	if dl != nil && dl.defined("client") {
+		clientPrims, clientLayers = append(clientPrims, ds.Client), append(clientLayers, dl)
+	}
+	var prof struct {
+		Profile string `toml:"profile"`
+	}
+	prof.Profile = "compliant"
+	for i, p := range clientPrims {
+		ld.decode(clientLayers[i], p, &prof)
+	}
+	c, err := clients.Profile(prof.Profile)
+	if err != nil {
+		ld.errorf(origin(all, "client", "profile"), "%q is not one of %v", prof.Profile, clients.ProfileNames())
+	} else {
+		for i, p := range clientPrims {
+			ld.decode(clientLayers[i], p, &c)
+		}
+		for _, e := range c.Validate() {
+			var fe *clients.FieldError
+			if errors.As(e, &fe) {
+				ld.errorf(origin(all, "client", fe.Key), "%s", fe.Msg)
+			}
+		}
+	}
+	d.Client = c
+	d.Store = topology.DefaultStore
+	d.Replica = topology.DefaultReplica
+	for i, l := range layers {
+		if l.defined("store") {
+			ld.decode(l, sub[i].Store, &d.Store)
+		}
+		if l.defined("replica") {
+			ld.decode(l, sub[i].Replica, &d.Replica)
+		}
+	}
+	if dl != nil {
+		if dl.defined("store") {
+			ld.decode(dl, ds.Store, &d.Store)
+		}
+		if dl.defined("replica") {
+			ld.decode(dl, ds.Replica, &d.Replica)
+		}
+	}
+	for _, e := range d.Store.Validate() {
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		ld.errorf(origin(all, "store", k), "%s", m)
+	}
+	for _, e := range d.Replica.Validate() {
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		ld.errorf(origin(all, "replica", k), "%s", m)
+	}
+	where := ld.file + ": design." + name
+	oneOf := func(key, v string, valid []string) {
+		if !slices.Contains(valid, v) {
+			ld.errorf(where+"."+key, "%q is not one of %v", v, valid)
+		}
+	}
+	oneOf("mode", d.Mode, topology.Modes)
+	oneOf("sessions", d.Sessions, topology.Sessions)
+	oneOf("events", d.Events, topology.Events)
+	if !slices.Contains(topology.PolicyNames(), d.LB) {
+		ld.errorf(where+".lb", "%q is not one of %v (or \"scenario\")", d.LB, topology.PolicyNames())
+	}
+	if !slices.Contains(topology.Eras, d.Era) {
+		ld.errorf(where+".era", "%q is not one of %v (or \"scenario\")", d.Era, topology.Eras)
+	}
+	if d.Mode == topology.ModeStateless && (d.Sessions != topology.SessionsNone || d.Events != topology.EventsNone) {
+		ld.errorf(where+".mode", "a stateless design has sessions = \"none\" and events = \"none\" (got sessions = %q, events = %q)", d.Sessions, d.Events)
+	}
+	if d.Mode == topology.ModeStateful && d.Sessions == topology.SessionsNone {
+		ld.errorf(where+".sessions", "a stateful design needs sessions = \"local\" or \"shared\"")
+	}
+	return d, true
+}
+
+func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {
+	bad := func(key, format string, args ...any) {
+		ld.errorf(origin(layers, strings.Split(key, ".")...), format, args...)
+	}
+	if s.Duration <= 0 {
+		bad("duration", "%v must be positive", s.Duration)
+	}
+	if s.Drain < 0 {
+		bad("drain", "%v is negative", s.Drain)
+	}
+	if s.Step <= 0 {
+		bad("step", "%v must be positive", s.Step)
+	} else if s.Duration > 0 && s.Duration/s.Step > 1_000_000 {
+		bad("step", "%v gives more than a million series points over %v", s.Step, s.Duration)
+	}
+	if s.Replicas < 1 || s.Replicas > 1000 {
+		bad("replicas", "%d is not in 1..1000", s.Replicas)
+	}
+	if !slices.Contains(topology.PolicyNames(), s.LB) {
+		bad("lb", "%q is not one of %v", s.LB, topology.PolicyNames())
+	}
+	if !slices.Contains(topology.Eras, s.Era) {
+		bad("era", "%q is not one of %v", s.Era, topology.Eras)
+	}
+	if s.RTT < 0 {
+		bad("rtt", "%v is negative", s.RTT)
+	}
+	w := &s.Workload
+	if w.Clients < 1 || w.Clients > 10_000_000 {
+		bad("workload.clients", "%d is not in 1..10000000", w.Clients)
+	}
+	if w.ArrivalRate <= 0 {
+		bad("workload.arrival_rate", "%v must be positive (clients per second)", w.ArrivalRate)
+	}
+	if w.CallsPerClient < 0 {
+		bad("workload.calls_per_client", "%d is negative", w.CallsPerClient)
+	}
+	if w.Think < 0 {
+		bad("workload.think", "%v is negative", w.Think)
+	}
+	if !slices.Contains(ThinkDists, w.ThinkDist) {
+		bad("workload.think_dist", "%q is not one of %v", w.ThinkDist, ThinkDists)
+	}
+	if !slices.Contains(EventsDists, w.EventsDist) {
+		bad("workload.events_dist", "%q is not one of %v", w.EventsDist, EventsDists)
+	}
+	if w.EventsMin < 1 {
+		bad("workload.events_min", "%d must be at least 1", w.EventsMin)
+	}
+	if w.EventsMax < w.EventsMin {
+		bad("workload.events_max", "%d is below events_min (%d)", w.EventsMax, w.EventsMin)
+	}
+	if w.EventRate <= 0 || w.EventRate > 1e6 {
+		bad("workload.event_rate", "%v is not in (0, 1e6] events per second", w.EventRate)
+	}
+	if w.EventBytes < 1 {
+		bad("workload.event_bytes", "%d must be at least 1", w.EventBytes)
+	}
+	if w.DropEvery < 0 {
+		bad("workload.drop_every", "%v is negative", w.DropEvery)
+	}
+}
+
+// unknownKeys reports every key no struct claimed, with the valid ones.
+func (ld *loader) unknownKeys(keys []toml.Key, where, strip string) {
+	for _, k := range keys {
+		path := []string(k)
+		if strip != "" && len(path) > 0 && path[0] == strip {
+			path = path[1:]
+		}
+		// Fault blocks are checked one by one, with their index.
+		if strip == "" && len(path) >= 3 && path[0] == "scenario" && path[2] == "faults" {
+			continue
+		}
+		parentKnown := true
+		for i := 1; i < len(path); i++ {
+			if validKeys(path[:i], strip != "") == nil {
+				parentKnown = false
+			}
+		}
+		if !parentKnown {
+			continue // reported at its parent
+		}
+		valid := validKeys(path[:len(path)-1], strip != "")
+		ld.errorf(where, "%s: unknown key (valid: %s)", strings.Join(path, "."), strings.Join(valid, ", "))
+	}
+}
+
+// validKeys lists the keys a table at parent may hold.
+func validKeys(parent []string, setLayer bool) []string {
+	if setLayer {
+		parent = append([]string{"scenario", "_"}, parent...)
+	}
+	switch {
+	case len(parent) == 0:
+		return []string{"defaults", "design", "scenario"}
+	case len(parent) == 1 && parent[0] == "defaults":
+		return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
+	case len(parent) == 2 && parent[0] == "scenario":
+		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults")
+	case len(parent) == 2 && parent[0] == "design":
+		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)
+	case len(parent) >= 2:
+		switch parent[len(parent)-1] {
+		case "workload":
+			if parent[0] != "design" {
+				return tomlKeys(reflect.TypeOf(Workload{}))
+			}
+		case "client":
+			return tomlKeys(reflect.TypeOf(clients.Config{}))
+		case "store":
+			return tomlKeys(reflect.TypeOf(topology.StoreConfig{}))
+		case "replica":
+			return tomlKeys(reflect.TypeOf(topology.ReplicaConfig{}))
+		}
+	}
+	if len(parent) == 1 && (parent[0] == "design" || parent[0] == "scenario") {
+		return []string{"NAME"}
+	}
+	return nil
+}
+
+func tomlKeys(t reflect.Type) []string {
+	var k []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); tag != "" && tag != "-" {
+			k = append(k, tag)
+		}
+	}
+	return k
+}

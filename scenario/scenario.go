@@ -1,0 +1,110 @@
+// Package scenario loads scenarios.toml into plain Scenario values that both
+// engines run. Loading is strict: an unknown key, a bad value or an
+// impossible fault is an error that names the file, the key path and the
+// problem, and every problem is reported at once.
+//
+// Settings are inherited in layers: built-in defaults, then [defaults], then
+// [scenario.NAME], then --set overrides, then the design's own client.*,
+// store.* and replica.* keys. A design's lb wins over the scenario's unless
+// it says lb = "scenario".
+//
+//	f, err := scenario.Load("scenarios.toml", nil)
+//	sc, err := f.Scenario("deploy-restart")
+package scenario
+
+import (
+	"time"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Scenario is one fully resolved scenario: plain data, no defaults left to apply.
+type Scenario struct {
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Seed        uint64        `json:"seed"`
+	Duration    time.Duration `json:"duration"`
+	Drain       time.Duration `json:"drain"`
+	Step        time.Duration `json:"step"`
+	Replicas    int           `json:"replicas"`
+	LB          string        `json:"lb"`
+	Era         string        `json:"era"`
+	RTT         time.Duration `json:"rtt"`
+	Workload    Workload      `json:"workload"`
+	Faults      []faults.Fault `json:"faults"`
+	Designs     []Design      `json:"designs"`
+}
+
+// FaultContext is what the faults need to know about s.
+func (s *Scenario) FaultContext() faults.Context {
+	return faults.Context{Replicas: s.Replicas, Duration: s.Duration}
+}
+
+// Design is one row of the comparison: a server design with the client,
+// store and replica settings it runs with.
+type Design struct {
+	Name        string                 `json:"name"`
+	Description string                 `json:"description"`
+	Mode        string                 `json:"mode"`
+	Sessions    string                 `json:"sessions"`
+	Events      string                 `json:"events"`
+	LB          string                 `json:"lb"` // the policy actually used
+	Era         string                 `json:"era"`
+	Client      clients.Config         `json:"client"`
+	Store       topology.StoreConfig   `json:"store"`
+	Replica     topology.ReplicaConfig `json:"replica"`
+}
+
+// Workload is what the virtual clients do.
+type Workload struct {
+	Clients              int           `toml:"clients" json:"clients"`
+	ArrivalRate          float64       `toml:"arrival_rate" json:"arrival_rate"`
+	ArrivalSlope         float64       `toml:"arrival_slope" json:"arrival_slope"`
+	CallsPerClient       int           `toml:"calls_per_client" json:"calls_per_client"`
+	Think                time.Duration `toml:"think" json:"think"`
+	ThinkDist            string        `toml:"think_dist" json:"think_dist"`
+	EventsMin            int           `toml:"events_min" json:"events_min"`
+	EventsMax            int           `toml:"events_max" json:"events_max"`
+	EventsDist           string        `toml:"events_dist" json:"events_dist"`
+	EventRate            float64       `toml:"event_rate" json:"event_rate"`
+	EventBytes           int           `toml:"event_bytes" json:"event_bytes"`
+	DropEvery            time.Duration `toml:"drop_every" json:"drop_every"`
+	ContinueAfterFailure bool          `toml:"continue_after_failure" json:"continue_after_failure"`
+}
+
+// Distributions of think time and call length.
+var (
+	ThinkDists  = []string{"fixed", "exp"}
+	EventsDists = []string{"fixed", "uniform"}
+)
+
+// DefaultDesigns is the default design list: the six designs of DOMAIN.md §4.
+var DefaultDesigns = []string{"stateless", "nostore", "memory-sticky", "memory-roundrobin", "redis-events", "redis-shared"}
+
+// builtinDesigns are always defined; scenarios.toml may override or add.
+var builtinDesigns = map[string]designTop{
+	"stateless":         {Description: "no sessions, no store: a dropped call is re-issued whole", Mode: topology.ModeStateless, Sessions: topology.SessionsNone, Events: topology.EventsNone, LB: "scenario"},
+	"nostore":           {Description: "local sessions, no event store", Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsNone, LB: "scenario"},
+	"memory-sticky":     {Description: "local sessions, in-memory event store, sticky LB", Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory, LB: "sticky"},
+	"memory-roundrobin": {Description: "local sessions, in-memory event store, round-robin LB", Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory, LB: "round-robin"},
+	"redis-events":      {Description: "local sessions, events in Redis", Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsRedis, LB: "scenario"},
+	"redis-shared":      {Description: "sessions and events in Redis, shared by every replica", Mode: topology.ModeStateful, Sessions: topology.SessionsShared, Events: topology.EventsRedis, LB: "scenario"},
+}
+
+func builtinTop() top {
+	return top{
+		Seed: 42, Duration: 300 * time.Second, Drain: 120 * time.Second, Step: time.Second,
+		Replicas: 3, LB: "sticky", Era: "2025-11-25", RTT: 2 * time.Millisecond,
+		Designs: DefaultDesigns,
+	}
+}
+
+func builtinWorkload() Workload {
+	return Workload{
+		Clients: 1000, ArrivalRate: 100, Think: 2 * time.Second, ThinkDist: "exp",
+		EventsMin: 20, EventsMax: 100, EventsDist: "uniform", EventRate: 5, EventBytes: 256,
+		ContinueAfterFailure: true,
+	}
+}

@@ -1,0 +1,223 @@
+package topology
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+)
+
+// View is what a policy may know about the replicas when it routes.
+type View interface {
+	// Replicas is the number of replica slots.
+	Replicas() int
+	// InPool reports whether slot i has a serving process the LB routes to.
+	InPool(i int) bool
+	// Conns is the number of open streams on slot i.
+	Conns(i int) int
+}
+
+// Request is what the LB knows about a request it must route.
+type Request struct {
+	HasSession bool
+	Session    uint64 // the session key: the id itself in the simulator, a hash of it live
+}
+
+// Policy picks a replica for each request. Policies are not safe for
+// concurrent use; the live proxy serialises its calls.
+type Policy interface {
+	Name() string
+	// Pick returns the slot for req, or -1 when no replica is in the pool.
+	Pick(req Request, v View) int
+	// Bind tells the policy that session was minted by slot.
+	Bind(session uint64, slot int)
+}
+
+// Options configures a policy. A nil *Options means the defaults.
+type Options struct {
+	Rand *rand.Rand // randomness for the random policy; required by it
+}
+
+var registry = map[string]func(*Options) Policy{}
+
+// Register makes a policy available under name. It panics on a duplicate,
+// which is a programming error.
+func Register(name string, f func(*Options) Policy) {
+	if _, dup := registry[name]; dup {
+		panic("topology: duplicate policy " + name)
+	}
+	registry[name] = f
+}
+
+// PolicyNames lists the registered policies in order.
+func PolicyNames() []string {
+	n := make([]string, 0, len(registry))
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// NewPolicy returns a fresh policy by name.
+func NewPolicy(name string, opts *Options) (Policy, error) {
+	f, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("topology: unknown lb policy %q (valid: %v)", name, PolicyNames())
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.New(rand.NewPCG(0, 0))
+	}
+	return f(opts), nil
+}
+
+// HashSlot is the slot a session key hashes to among n slots.
+func HashSlot(key uint64, n int) int {
+	// splitmix64 finaliser: spreads keys that differ only in low bits.
+	key ^= key >> 30
+	key *= 0xbf58476d1ce4e5b9
+	key ^= key >> 27
+	key *= 0x94d049bb133111eb
+	key ^= key >> 31
+	return int(key % uint64(n))
+}
+
+// MintSession returns a fresh session key minted by slot among n. Under hash
+// routing the key hashes back to its minter, so that local sessions do not
+// 404 with no fault at all (DOMAIN.md §4).
+func MintSession(rng *rand.Rand, slot, n int, hashed bool) uint64 {
+	for {
+		k := rng.Uint64()
+		if !hashed || HashSlot(k, n) == slot {
+			return k
+		}
+	}
+}
+
+type roundRobin struct{ next int }
+
+var _ Policy = (*roundRobin)(nil)
+
+func (p *roundRobin) Name() string               { return "round-robin" }
+func (p *roundRobin) Bind(uint64, int)           {}
+func (p *roundRobin) Pick(_ Request, v View) int { return p.pick(v) }
+
+func (p *roundRobin) pick(v View) int {
+	n := v.Replicas()
+	for i := 0; i < n; i++ {
+		s := (p.next + i) % n
+		if v.InPool(s) {
+			p.next = (s + 1) % n
+			return s
+		}
+	}
+	return -1
+}
+
+type random struct{ rng *rand.Rand }
+
+var _ Policy = (*random)(nil)
+
+func (p *random) Name() string     { return "random" }
+func (p *random) Bind(uint64, int) {}
+func (p *random) Pick(_ Request, v View) int {
+	n, up := v.Replicas(), 0
+	for i := 0; i < n; i++ {
+		if v.InPool(i) {
+			up++
+		}
+	}
+	if up == 0 {
+		return -1
+	}
+	k := p.rng.IntN(up)
+	for i := 0; i < n; i++ {
+		if v.InPool(i) {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return -1
+}
+
+type leastConns struct{ rr roundRobin }
+
+var _ Policy = (*leastConns)(nil)
+
+func (p *leastConns) Name() string     { return "least-connections" }
+func (p *leastConns) Bind(uint64, int) {}
+func (p *leastConns) Pick(_ Request, v View) int {
+	n, best, bestC := v.Replicas(), -1, 0
+	for i := 0; i < n; i++ {
+		s := (p.rr.next + i) % n // rotate the start so ties spread
+		if !v.InPool(s) {
+			continue
+		}
+		if c := v.Conns(s); best < 0 || c < bestC {
+			best, bestC = s, c
+		}
+	}
+	if best >= 0 {
+		p.rr.next = (best + 1) % n
+	}
+	return best
+}
+
+// sticky pins each session to the replica that minted it, by Mcp-Session-Id.
+// When the pinned replica leaves the pool it re-pins to the next one.
+type sticky struct {
+	rr   roundRobin
+	pins map[uint64]int
+}
+
+var _ Policy = (*sticky)(nil)
+
+func (p *sticky) Name() string               { return "sticky" }
+func (p *sticky) Bind(session uint64, s int) { p.pins[session] = s }
+func (p *sticky) Pick(req Request, v View) int {
+	if !req.HasSession {
+		return p.rr.pick(v)
+	}
+	if s, ok := p.pins[req.Session]; ok && s < v.Replicas() && v.InPool(s) {
+		return s
+	}
+	s := p.rr.pick(v)
+	if s >= 0 {
+		p.pins[req.Session] = s
+	}
+	return s
+}
+
+// hash routes a session to HashSlot(key, n); if that slot is out of the pool
+// it probes the next slots in order.
+type hash struct{ rr roundRobin }
+
+var _ Policy = (*hash)(nil)
+
+func (p *hash) Name() string     { return "hash" }
+func (p *hash) Bind(uint64, int) {}
+func (p *hash) Pick(req Request, v View) int {
+	if !req.HasSession {
+		return p.rr.pick(v)
+	}
+	n := v.Replicas()
+	h := HashSlot(req.Session, n)
+	for i := 0; i < n; i++ {
+		if s := (h + i) % n; v.InPool(s) {
+			return s
+		}
+	}
+	return -1
+}
+
+func init() {
+	Register("round-robin", func(*Options) Policy { return &roundRobin{} })
+	Register("random", func(o *Options) Policy { return &random{rng: o.Rand} })
+	Register("least-connections", func(*Options) Policy { return &leastConns{} })
+	Register("sticky", func(*Options) Policy { return &sticky{pins: map[uint64]int{}} })
+	Register("hash", func(*Options) Policy { return &hash{} })
+}

@@ -1,0 +1,145 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Design axes (DOMAIN.md §4).
+const (
+	ModeStateless = "stateless"
+	ModeStateful  = "stateful"
+
+	SessionsNone   = "none"
+	SessionsLocal  = "local"
+	SessionsShared = "shared"
+
+	EventsNone   = "none"
+	EventsMemory = "memory"
+	EventsRedis  = "redis"
+)
+
+// Valid values, for validation messages.
+var (
+	Modes    = []string{ModeStateless, ModeStateful}
+	Sessions = []string{SessionsNone, SessionsLocal, SessionsShared}
+	Events   = []string{EventsNone, EventsMemory, EventsRedis}
+	Eras     = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+)
+
+// StoreConfig holds the retention and cost of the event stores.
+type StoreConfig struct {
+	// MemoryCapBytes caps a replica's whole in-memory store, go-sdk style:
+	// when full it drops the oldest event of every stream in turn. 0 = no cap.
+	MemoryCapBytes      int64 `toml:"memory_cap_bytes" json:"memory_cap_bytes"`
+	MemoryOverheadBytes int   `toml:"memory_overhead_bytes" json:"memory_overhead_bytes"`
+	// RedisMaxLen caps each stream (XADD MAXLEN). 0 = no cap.
+	RedisMaxLen int `toml:"redis_maxlen" json:"redis_maxlen"`
+	// RedisTTL expires a stream this long after its last append. 0 = never.
+	RedisTTL           time.Duration `toml:"redis_ttl" json:"redis_ttl"`
+	RedisBytesFactor   float64       `toml:"redis_bytes_factor" json:"redis_bytes_factor"`
+	RedisOverheadBytes int           `toml:"redis_overhead_bytes" json:"redis_overhead_bytes"`
+	// Latency of one replay read: a + b·events.
+	MemoryLatency        time.Duration `toml:"memory_latency" json:"memory_latency"`
+	RedisLatency         time.Duration `toml:"redis_latency" json:"redis_latency"`
+	RedisLatencyPerEvent time.Duration `toml:"redis_latency_per_event" json:"redis_latency_per_event"`
+}
+
+// DefaultStore is the store model measured in DOMAIN.md §2 and §5.
+var DefaultStore = StoreConfig{
+	MemoryCapBytes:       10 << 20,
+	MemoryOverheadBytes:  64,
+	RedisMaxLen:          0,
+	RedisTTL:             10 * time.Minute,
+	RedisBytesFactor:     1.15,
+	RedisOverheadBytes:   20,
+	MemoryLatency:        20 * time.Microsecond,
+	RedisLatency:         300 * time.Microsecond,
+	RedisLatencyPerEvent: 5 * time.Microsecond,
+}
+
+// EventBytes is what one event of payload bytes costs in the given store.
+func (c *StoreConfig) EventBytes(events string, payload int) int64 {
+	switch events {
+	case EventsMemory:
+		return int64(payload + c.MemoryOverheadBytes)
+	case EventsRedis:
+		return int64(float64(payload)*c.RedisBytesFactor) + int64(c.RedisOverheadBytes)
+	}
+	return 0
+}
+
+// ReplayLatency is the store's service time for a replay of n events.
+func (c *StoreConfig) ReplayLatency(events string, n int) time.Duration {
+	switch events {
+	case EventsMemory:
+		return c.MemoryLatency
+	case EventsRedis:
+		return c.RedisLatency + time.Duration(n)*c.RedisLatencyPerEvent
+	}
+	return 0
+}
+
+// Validate lists every problem with c; each error names its key.
+func (c *StoreConfig) Validate() []error {
+	var errs []error
+	neg := func(key string, bad bool, v any) {
+		if bad {
+			errs = append(errs, fmt.Errorf("%s: %v is negative", key, v))
+		}
+	}
+	neg("memory_cap_bytes", c.MemoryCapBytes < 0, c.MemoryCapBytes)
+	neg("memory_overhead_bytes", c.MemoryOverheadBytes < 0, c.MemoryOverheadBytes)
+	neg("redis_maxlen", c.RedisMaxLen < 0, c.RedisMaxLen)
+	neg("redis_ttl", c.RedisTTL < 0, c.RedisTTL)
+	neg("redis_overhead_bytes", c.RedisOverheadBytes < 0, c.RedisOverheadBytes)
+	neg("memory_latency", c.MemoryLatency < 0, c.MemoryLatency)
+	neg("redis_latency", c.RedisLatency < 0, c.RedisLatency)
+	neg("redis_latency_per_event", c.RedisLatencyPerEvent < 0, c.RedisLatencyPerEvent)
+	if c.RedisBytesFactor <= 0 {
+		errs = append(errs, fmt.Errorf("redis_bytes_factor: %v must be positive", c.RedisBytesFactor))
+	}
+	return errs
+}
+
+// Drain-close modes: when a draining replica closes its SSE streams.
+const (
+	DrainCloseAuto  = "auto"  // at the start when sessions are shared (the stream resumes elsewhere), else at exit
+	DrainCloseStart = "start" // at once, with a retry hint; the calls keep running into the store
+	DrainCloseExit  = "exit"  // when the call ends or the drain limit passes
+)
+
+// ReplicaConfig is how a replica drains and how orphaned calls end.
+type ReplicaConfig struct {
+	DrainLimit  time.Duration `toml:"drain_limit" json:"drain_limit"`
+	DrainClose  string        `toml:"drain_close" json:"drain_close"`
+	RetryHint   time.Duration `toml:"retry_hint" json:"retry_hint"`
+	OrphanLease time.Duration `toml:"orphan_lease" json:"orphan_lease"`
+}
+
+// DefaultReplica are the replica defaults.
+var DefaultReplica = ReplicaConfig{
+	DrainLimit:  120 * time.Second,
+	DrainClose:  DrainCloseAuto,
+	RetryHint:   time.Second,
+	OrphanLease: 5 * time.Second,
+}
+
+// Validate lists every problem with c; each error names its key.
+func (c *ReplicaConfig) Validate() []error {
+	var errs []error
+	if c.DrainLimit < 0 {
+		errs = append(errs, fmt.Errorf("drain_limit: %v is negative", c.DrainLimit))
+	}
+	if v := []string{DrainCloseAuto, DrainCloseStart, DrainCloseExit}; !slices.Contains(v, c.DrainClose) {
+		errs = append(errs, fmt.Errorf("drain_close: %q is not one of %v", c.DrainClose, v))
+	}
+	if c.RetryHint < 0 {
+		errs = append(errs, fmt.Errorf("retry_hint: %v is negative", c.RetryHint))
+	}
+	if c.OrphanLease < 0 {
+		errs = append(errs, fmt.Errorf("orphan_lease: %v is negative", c.OrphanLease))
+	}
+	return errs
+}
