@@ -68,7 +68,7 @@ func init() {
 		Profile: "go-sdk", Strategy: StrategyExponential, Jitter: JitterAdditive,
 		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
 		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
-		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDWait, CallTimeout: 120 * time.Second,
+		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDWait, CallTimeout: 300 * time.Second,
 	}
 	ts := goSDK
 	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404 = "ts-sdk", JitterNone, 2, false, On404Stale

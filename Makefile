@@ -1,0 +1,37 @@
+# stormsim: the two commands a new machine needs are `make sim` and `make test`.
+GO       ?= go
+SCENARIO ?= deploy-restart
+OUT      ?= results
+ARGS     ?=
+BIN      := bin/stormsim
+export GORACE := atexit_sleep_ms=0
+
+.PHONY: all build sim test test-short race lint bench fuzz clean help
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/stormsim
+	$(GO) build -o $(BIN) ./cmd/stormsim
+
+sim: build ## run SCENARIO (default deploy-restart) in the simulator: make sim SCENARIO=crash
+	./$(BIN) run $(SCENARIO) --out $(OUT) $(ARGS)
+
+test: lint ## lint, then every test, with the race detector on the concurrent packages
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./sim/... ./cli/...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: ## benchmarks (speed goals live here, not in tests)
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./sim/...
+
+fuzz: ## fuzz the scenario loader for 30 s
+	$(GO) test -run '^$$' -fuzz FuzzLoadScenario -fuzztime 30s ./scenario/
+
+clean: ## remove build output (results/ is kept)
+	rm -rf bin

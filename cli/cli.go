@@ -1,0 +1,169 @@
+// Package cli implements the stormsim command line: each command parses its
+// flags, calls a library package and maps the outcome to an exit code.
+// cmd/stormsim only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes. The README lists them.
+const (
+	ExitOK          = 0   // success; every threshold held
+	ExitError       = 1   // the run failed (I/O, an engine error)
+	ExitUsage       = 2   // a bad scenario file or bad arguments
+	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was written
+)
+
+// usageError marks an error caused by bad input, which exits 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// Env is where a command reads and writes.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Interactive says stderr is a terminal, so a progress bar may be drawn.
+	Interactive bool
+}
+
+var commands []command
+
+func register(c command) { commands = append(commands, c) }
+
+// Main runs the stormsim command line and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &Env{Stdout: stdout, Stderr: stderr, Interactive: isTerminal(stderr)}
+	return run(ctx, env, args)
+}
+
+func run(ctx context.Context, env *Env, args []string) int {
+	sort.Slice(commands, func(i, j int) bool { return commands[i].name < commands[j].name })
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			args = []string{args[1], "--help"}
+		} else {
+			topUsage(env.Stdout)
+			if len(args) == 0 {
+				return ExitUsage
+			}
+			return ExitOK
+		}
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, env, args[1:])
+		switch {
+		case err == nil:
+			return ExitOK
+		case errors.Is(err, flag.ErrHelp):
+			return ExitOK
+		case errors.Is(err, context.Canceled):
+			fmt.Fprintln(env.Stderr, "stormsim: interrupted; no results were written")
+			return ExitInterrupted
+		}
+		var ec exitCoder
+		if errors.As(err, &ec) {
+			fmt.Fprintln(env.Stderr, err)
+			return ec.ExitCode()
+		}
+		fmt.Fprintln(env.Stderr, "stormsim:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return ExitUsage
+		}
+		return ExitError
+	}
+	fmt.Fprintf(env.Stderr, "stormsim: unknown command %q\n\n", args[0])
+	topUsage(env.Stderr)
+	return ExitUsage
+}
+
+// exitCoder is an error that carries its own exit code (threshold breaches).
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintln(w, "stormsim simulates and load-tests reconnect storms on MCP Streamable HTTP servers.")
+	fmt.Fprintln(w, "\nUsage:\n  stormsim <command> [flags]\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'stormsim <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 run failed, 2 bad scenario or arguments, 130 interrupted.")
+}
+
+// newFlags returns a flag set whose --help prints usage and the flags.
+func newFlags(env *Env, name, usage, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		w := env.Stdout
+		fmt.Fprintf(w, "Usage: stormsim %s %s\n\n%s\n\nFlags:\n", name, usage, about)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(env.Stderr)
+	}
+	return fs
+}
+
+// parse accepts flags before and after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

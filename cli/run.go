@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
+)
+
+// DefaultFile is the scenarios file commands read unless told otherwise.
+const DefaultFile = "scenarios.toml"
+
+func init() {
+	register(command{name: "run", summary: "run a scenario and write its report", run: runCmd})
+	register(command{name: "list", summary: "list the scenarios and designs in a file", run: listCmd})
+	register(command{name: "validate", summary: "check a scenarios file and report every problem", run: validateCmd})
+}
+
+// runFlags are the flags of 'stormsim run'.
+type runFlags struct {
+	file     string
+	designs  string
+	seed     string
+	set      listFlag
+	out      string
+	quiet    bool
+	parallel int
+	engine   string
+}
+
+func runCmd(ctx context.Context, env *Env, args []string) error {
+	var f runFlags
+	fs := newFlags(env, "run", "SCENARIO [flags]",
+		"Run SCENARIO from the scenarios file with every design it lists, print the table of designs,\n"+
+			"and write report.json, summary.md and series.csv to OUT/<scenario>/<UTC time>-seed<N>/\n"+
+			"(OUT/<scenario>/latest points at the newest run).")
+	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
+	fs.StringVar(&f.designs, "designs", "", "run only these designs, comma-separated (`a,b`)")
+	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
+	fs.Var(&f.set, "set", "override a scenario key, repeatable (`key=value`, e.g. workload.clients=500)")
+	fs.StringVar(&f.out, "out", "results", "results `dir`")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	fs.IntVar(&f.parallel, "parallel", 0, "designs simulated at once (0 = one per core)")
+	fs.StringVar(&f.engine, "engine", "sim", "engine: sim")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
+	}
+	if f.engine != "sim" {
+		return usagef("run: --engine %q is not available (valid: sim)", f.engine)
+	}
+	name := pos[0]
+	sets := []string(f.set)
+	if f.seed != "" {
+		if _, err := strconv.ParseUint(f.seed, 10, 64); err != nil {
+			return usagef("run: --seed %q is not a non-negative integer", f.seed)
+		}
+		sets = append(sets, "seed="+f.seed)
+	}
+	file, err := scenario.Load(f.file, &scenario.Options{Set: sets, Target: name})
+	if err != nil {
+		return usageError{err}
+	}
+	sc, err := file.Scenario(name)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := &sim.Options{Parallel: f.parallel}
+	if f.designs != "" {
+		opts.Designs = strings.Split(f.designs, ",")
+	}
+	var bar *progressbar.ProgressBar
+	if !f.quiet && env.Interactive {
+		n := len(sc.Designs)
+		if opts.Designs != nil {
+			n = len(opts.Designs)
+		}
+		total := int64(sim.Horizon(sc)/time.Millisecond) * int64(n)
+		bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(env.Stderr),
+			progressbar.OptionSetDescription(fmt.Sprintf("%s: %d designs", sc.Name, n)),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+		var mu sync.Mutex
+		opts.Progress = func(d time.Duration) {
+			mu.Lock()
+			bar.Add64(int64(d / time.Millisecond))
+			mu.Unlock()
+		}
+	}
+	out, err := sim.Run(ctx, sc, opts)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if strings.Contains(err.Error(), "has no design") {
+			return usageError{err}
+		}
+		return err
+	}
+	files, err := out.Report.Files()
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dir, err := report.WriteRun(filepath.Join(f.out, sc.Name), report.RunDir(time.Now(), sc.Seed), files)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		if err := out.Report.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(dir, "report.json"))
+	}
+	return nil
+}
+
+func listCmd(_ context.Context, env *Env, args []string) error {
+	var file string
+	fs := newFlags(env, "list", "[flags]", "List the scenarios (with their descriptions) and the designs defined in the scenarios file.")
+	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	f, err := scenario.Load(file, nil)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintln(env.Stdout, "scenarios:")
+	for _, n := range f.Names() {
+		sc, _ := f.Scenario(n)
+		fmt.Fprintf(env.Stdout, "  %-20s %s\n", n, sc.Description)
+	}
+	fmt.Fprintln(env.Stdout, "designs:")
+	for _, n := range f.DesignNames() {
+		fmt.Fprintf(env.Stdout, "  %s\n", n)
+	}
+	return nil
+}
+
+func validateCmd(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "validate", "[FILE]", "Check a scenarios file (default scenarios.toml) and print every problem, naming the file, key and problem.")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	file := DefaultFile
+	switch len(pos) {
+	case 0:
+	case 1:
+		file = pos[0]
+	default:
+		return usagef("validate: want at most one FILE, got %d", len(pos))
+	}
+	f, err := scenario.Load(file, nil)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintf(env.Stdout, "%s: ok (%d scenarios, %d designs)\n", file, len(f.Names()), len(f.DesignNames()))
+	return nil
+}

@@ -1,0 +1,1232 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Connection kinds.
+const (
+	connNone       uint8 = iota
+	connCall             // the POST's own SSE stream
+	connResume           // a GET with Last-Event-ID following the stream
+	connStandalone       // the standalone GET stream: never carries a call's events
+)
+
+// Process states.
+const (
+	procUp uint8 = iota
+	procDraining
+	procDead
+)
+
+// call is the state of one logical call, across its attempts.
+type call struct {
+	active      bool
+	reissued    bool
+	resumeLat   bool  // a resume is in progress: record replay latency at its first event
+	e           int32 // logical length: progress events + the result
+	hw          int32 // distinct logical events delivered (a prefix 1..hw)
+	maxProduced int32 // highest index any finished attempt produced
+	unprodMark  int32 // (unprodMark, e] were counted unproduced; e when none
+	attempt     int32 // the current attempt, -1 none
+	dropAt      int64 // first drop not yet recovered from, -1 none
+	replayFrom  int64 // drop a pending resume answers, for replay latency
+}
+
+// conn is a client's open SSE connection.
+type conn struct {
+	kind    uint8
+	attempt int32
+	proc    int32
+	slot    int32 // index in the proc's conns list
+	from    int64 // when events start reaching the client
+	base    int32 // cursor when the connection opened
+}
+
+type client struct {
+	brain clients.Brain
+	tok   uint32 // guards the response/timer/think/stream-end in flight
+	ctok  uint32 // guards the call timeout
+	work  rand.PCG
+	drops rand.PCG
+
+	nextDrop  int64
+	dropSched int64 // time of the drop tick in the queue, -1 none
+	awayUntil int64
+	deferred  clients.Action // a send held while the client is away
+
+	calls    int
+	think    int64 // think time after the current call
+	finished bool
+
+	// The session as the server side sees it.
+	sess     uint64
+	sessProc int32 // local: the process that holds it; -1 none
+	sessOK   bool  // shared: the session record exists
+	streams  []int32
+
+	req       clients.Req
+	reqCursor int32
+	reqLat    int64 // extra latency of the request in flight
+
+	call call
+	conn conn
+}
+
+type attempt struct {
+	client   int32
+	proc     int32
+	follower int32 // client following it live, -1 none
+	e        int32
+	endN     int32 // produced when it ended
+	prevMax  int32 // highest index earlier attempts had produced when it began
+	live     int32 // highest index delivered to a client from it
+	start    int64
+	iv       int64
+	end      int64
+	k0       int64 // memory purge round when its stream was created
+	ended    bool
+	dead     bool
+	stored   bool // has a stream in an event store
+	gone     bool // its stream was deleted or lost
+	isCur    bool // it is its call's current attempt
+}
+
+type proc struct {
+	slot     int32
+	state    uint8
+	running  []int32 // attempts
+	conns    []int32 // clients with a connection here
+	streams  []int32 // attempts with a stream in this process's memory store
+	purgeK   int64
+	exitTok  uint32
+}
+
+// engine runs one design.
+type engine struct {
+	sc  *scenario.Scenario
+	d   *scenario.Design
+	rng *rand.Rand
+	lb  topology.Policy
+	q   queue
+	now int64
+
+	hasSessions, shared, priming, pollClose, noResume bool
+	events                                                          string
+	evBytes                                                         int64
+	iv                                                              int64
+	horizon, duration, step                                         int64
+
+	clients  []client
+	attempts []attempt
+	procs    []proc
+	slots    []int32 // serving process per slot, -1 none
+	redis    []int32 // attempts with a stream in Redis
+	steps    []faults.Step
+	arrivals []int64
+
+	open int64 // open call and resume streams
+
+	t      report.Totals
+	series report.Series
+	replay []float64
+	recov  []float64
+
+	audit Audit
+	stats Stats
+
+	progress func(int64)
+	polled   int64
+	ctx      stopper
+}
+
+// Audit holds checks the report does not carry, for tests.
+type Audit struct {
+	// UnproducedRecovered counts unproduced events a later attempt produced.
+	UnproducedRecovered int64
+	// UnproducedPending counts unproduced events of calls still pending.
+	UnproducedPending int64
+	// HardStops lists, per hard stop, the sessions alive on the process and
+	// the status of each one's first session request after it.
+	HardStops []HardStop
+}
+
+// HardStop records what the sessions of a hard-killed process saw next.
+type HardStop struct {
+	At       time.Duration
+	Sessions int   // local sessions alive on the process when it died
+	First    []int // status of each one's first session request afterwards
+	Dropped  int   // sessions their client let go without another request
+	waiting  map[int32]bool
+	keys     []uint64
+	ids      []int32
+}
+
+// Stats counts the engine's work, for benchmarks.
+type Stats struct {
+	QueueEvents      int64 // events popped from the queue
+	ArithmeticEvents int64 // stream events counted without queueing them
+}
+
+func (e *engine) view() topology.View { return engineView{e} }
+
+type engineView struct{ e *engine }
+
+func (v engineView) Replicas() int { return len(v.e.slots) }
+func (v engineView) InPool(i int) bool {
+	p := v.e.slots[i]
+	return p >= 0 && v.e.procs[p].state == procUp
+}
+func (v engineView) Conns(i int) int {
+	if p := v.e.slots[i]; p >= 0 {
+		return len(v.e.procs[p].conns)
+	}
+	return 0
+}
+
+func (e *engine) schedule(at int64, k evKind, id int32, tok uint32) {
+	e.q.push(event{at: at, kind: k, id: id, tok: tok})
+}
+
+func (e *engine) bucket(t int64) int {
+	b := int(t / e.step)
+	if b >= len(e.series.Reconnects) {
+		b = len(e.series.Reconnects) - 1
+	}
+	if b < 0 {
+		b = 0
+	}
+	return b
+}
+
+// produced is how many events of a (1..e) exist at time t.
+func (e *engine) produced(a *attempt, t int64) int32 {
+	if a.ended && t > a.end {
+		t = a.end
+	}
+	if t < a.start {
+		return 0
+	}
+	n := (t - a.start) / a.iv
+	if n > int64(a.e) {
+		return a.e
+	}
+	if a.ended && int32(n) > a.endN {
+		return a.endN
+	}
+	return int32(n)
+}
+
+func (e *engine) prodTime(a *attempt, k int32) int64 { return a.start + int64(k)*a.iv }
+
+func (e *engine) newProc(slot int32) int32 {
+	e.procs = append(e.procs, proc{slot: slot, state: procUp})
+	return int32(len(e.procs) - 1)
+}
+
+func (e *engine) run() {
+	sc := e.sc
+	e.duration = int64(sc.Duration)
+	e.horizon = int64(sc.Duration + sc.Drain)
+	e.step = int64(sc.Step)
+	n := int((e.horizon + e.step - 1) / e.step)
+	e.series = report.Series{
+		StepS:         sc.Step.Seconds(),
+		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
+		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
+	}
+	e.slots = make([]int32, sc.Replicas)
+	for i := range e.slots {
+		e.slots[i] = e.newProc(int32(i))
+	}
+	e.clients = make([]client, len(e.arrivals))
+	for i, at := range e.arrivals {
+		e.schedule(at, evArrive, int32(i), 0)
+	}
+	for i, s := range e.steps {
+		if int64(s.At) <= e.horizon {
+			e.schedule(int64(s.At), evStep, int32(i), 0)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		at := int64(i) * e.step
+		if at > e.horizon {
+			at = e.horizon
+		}
+		e.schedule(at, evSample, int32(i-1), 0)
+	}
+	for e.q.Len() > 0 {
+		ev := e.q.pop()
+		if ev.at > e.horizon {
+			break
+		}
+		e.now = ev.at
+		e.stats.QueueEvents++
+		e.dispatch(ev)
+		if e.stats.QueueEvents&0xffff == 0 {
+			if e.ctx != nil && e.ctx.Err() != nil {
+				return
+			}
+			if e.progress != nil {
+				e.progress(e.now - e.polled)
+				e.polled = e.now
+			}
+		}
+	}
+	e.now = e.horizon
+	e.finish()
+	if e.progress != nil {
+		e.progress(e.horizon - e.polled)
+	}
+}
+
+func (e *engine) dispatch(ev event) {
+	switch ev.kind {
+	case evArrive:
+		c := &e.clients[ev.id]
+		e.initClient(ev.id)
+		e.startCall(ev.id, c)
+	case evResponse:
+		c := &e.clients[ev.id]
+		if ev.tok == c.tok {
+			e.respond(ev.id, c)
+		}
+	case evTimer:
+		c := &e.clients[ev.id]
+		if ev.tok == c.tok {
+			if c.deferred.Kind == clients.ActSend {
+				a := c.deferred
+				c.deferred = clients.Action{}
+				e.act(ev.id, c, a)
+				return
+			}
+			e.act(ev.id, c, c.brain.Step(clients.Input{Kind: clients.InTimer}))
+		}
+	case evThink:
+		c := &e.clients[ev.id]
+		if ev.tok == c.tok {
+			e.startCall(ev.id, c)
+		}
+	case evCallTimeout:
+		c := &e.clients[ev.id]
+		if ev.tok == c.ctok && c.call.active {
+			e.settle(c)
+			e.act(ev.id, c, c.brain.Step(clients.Input{Kind: clients.InCallTimeout}))
+		}
+	case evDropTick:
+		e.dropTick(ev.id)
+	case evStreamEnd:
+		c := &e.clients[ev.id]
+		if ev.tok == c.tok && c.conn.kind == connResume {
+			a := &e.attempts[c.conn.attempt]
+			if a.ended && !a.dead {
+				e.endStream(ev.id, c, clients.Input{Kind: clients.InStreamEnd, Result: true})
+			} else {
+				e.endStream(ev.id, c, clients.Input{Kind: clients.InStreamEnd, RPCError: true})
+			}
+		}
+	case evAttemptDone:
+		e.attemptDone(ev.id, ev.tok)
+	case evProcExit:
+		p := &e.procs[ev.id]
+		if p.state == procDraining && ev.tok == p.exitTok {
+			e.exitProc(ev.id, true)
+		}
+	case evStep:
+		e.fault(e.steps[ev.id])
+	case evSample:
+		e.sample(int(ev.id))
+	}
+}
+
+// --- clients -------------------------------------------------------------
+
+const (
+	workStream = 0x9e3779b97f4a7c15
+	dropStream = 0xd1b54a32d192ed03
+)
+
+func (e *engine) initClient(id int32) {
+	c := &e.clients[id]
+	c.brain.Init(&e.d.Client, e.rng)
+	c.work = *rand.NewPCG(e.sc.Seed, workStream^uint64(id))
+	c.drops = *rand.NewPCG(e.sc.Seed^dropStream, uint64(id))
+	c.sessProc, c.dropSched, c.nextDrop = -1, -1, 0
+	c.call.attempt, c.call.dropAt = -1, -1
+	if e.sc.Workload.DropEvery > 0 {
+		c.nextDrop = e.now + e.expDraw(&c.drops, int64(e.sc.Workload.DropEvery))
+	}
+}
+
+func unit(p *rand.PCG) float64 { return float64(p.Uint64()>>11) / (1 << 53) }
+
+func (e *engine) expDraw(p *rand.PCG, mean int64) int64 {
+	return int64(-math.Log(1-unit(p)) * float64(mean))
+}
+
+// draw takes the next call's length and the think time after it. Each call
+// consumes exactly two draws, so call i gets the same values in every design.
+func (e *engine) draw(c *client) (int32, int64) {
+	w := &e.sc.Workload
+	u1, u2 := unit(&c.work), unit(&c.work)
+	n := int32(w.EventsMin)
+	if w.EventsDist == "uniform" {
+		n += int32(u1 * float64(w.EventsMax-w.EventsMin+1))
+		if n > int32(w.EventsMax) {
+			n = int32(w.EventsMax)
+		}
+	}
+	think := int64(w.Think)
+	if w.ThinkDist == "exp" {
+		think = int64(-math.Log(1-u2) * float64(w.Think))
+	}
+	return n, think
+}
+
+func (e *engine) startCall(id int32, c *client) {
+	w := &e.sc.Workload
+	if e.now >= e.duration || (w.CallsPerClient > 0 && c.calls >= w.CallsPerClient) {
+		e.finishClient(id, c)
+		return
+	}
+	c.calls++
+	n, think := e.draw(c)
+	c.think = think
+	c.call = call{active: true, e: n, unprodMark: n, attempt: -1, dropAt: -1}
+	e.t.Calls++
+	e.t.EventsExpected += int64(n)
+	c.ctok++
+	e.schedule(e.now+int64(e.d.Client.CallTimeout), evCallTimeout, id, c.ctok)
+	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InStartCall}))
+}
+
+func (e *engine) finishClient(id int32, c *client) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InFinish}))
+}
+
+// act carries out one decision of the brain.
+func (e *engine) act(id int32, c *client, a clients.Action) {
+	switch a.Kind {
+	case clients.ActSend:
+		if e.now < c.awayUntil {
+			c.deferred = a
+			c.tok++
+			e.schedule(c.awayUntil, evTimer, id, c.tok)
+			return
+		}
+		e.send(id, c, a)
+	case clients.ActWait:
+		c.tok++
+		e.schedule(max(e.now+int64(a.Delay), c.awayUntil), evTimer, id, c.tok)
+	case clients.ActEndCall:
+		e.endCall(id, c, a)
+	}
+}
+
+func (e *engine) send(id int32, c *client, a clients.Action) {
+	b := e.bucket(e.now)
+	e.t.Requests++
+	if a.Req != clients.ReqInitialize && c.brain.HasSession() {
+		e.t.SessionRequests++
+		e.series.SessionRequests[b]++
+	}
+	if a.Reconnect {
+		e.t.Reconnects++
+		e.series.Reconnects[b]++
+	}
+	if a.Reissue && c.call.active && !c.call.reissued {
+		c.call.reissued = true
+		e.t.CallsReissued++
+	}
+	c.req, c.reqCursor = a.Req, int32(a.Cursor)
+	c.tok++
+	e.schedule(e.now+int64(e.sc.RTT), evResponse, id, c.tok)
+}
+
+// respond evaluates the request in flight at the server and feeds the answer
+// to the brain.
+func (e *engine) respond(id int32, c *client) {
+	carried, key := c.req != clients.ReqInitialize && c.brain.HasSession(), c.sess
+	in := e.serve(id, c)
+	switch in.Status {
+	case 404:
+		e.t.HTTP404++
+		e.series.HTTP404[e.bucket(e.now)]++
+	case 400:
+		e.t.HTTP400++
+	case 409:
+		e.t.HTTP409++
+	case 503:
+		e.t.HTTP503++
+	}
+	if len(e.audit.HardStops) > 0 {
+		e.noteHardStop(id, carried, key, in.Status)
+	}
+	act := c.brain.Step(in)
+	e.act(id, c, act)
+	// A resumed stream whose call already ended delivers its replay and ends.
+	if c.conn.kind == connResume && act.Kind == clients.ActAwait {
+		a := &e.attempts[c.conn.attempt]
+		if a.ended {
+			at := c.conn.from
+			if a.dead {
+				at = max(at, a.end+int64(e.d.Replica.OrphanLease))
+			}
+			c.tok++
+			e.schedule(at, evStreamEnd, id, c.tok)
+		}
+	}
+}
+
+// sessionAt reports whether the process p knows the client's session.
+func (e *engine) sessionAt(c *client, p int32) bool {
+	if !c.brain.HasSession() {
+		return false
+	}
+	if e.shared {
+		return c.sessOK
+	}
+	return c.sessProc == p && e.procs[p].state != procDead
+}
+
+func (e *engine) route(c *client, withSession bool) int32 {
+	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
+	if slot < 0 {
+		return -1
+	}
+	return e.slots[slot]
+}
+
+func (e *engine) serve(id int32, c *client) clients.Input {
+	in := clients.Input{Kind: clients.InResponse}
+	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
+	p := e.route(c, withSession)
+	if p < 0 {
+		in.Status = 503
+		return in
+	}
+	if e.shared && withSession {
+		e.storeOp(1)
+	}
+	switch c.req {
+	case clients.ReqInitialize:
+		in.Status = 200
+		if e.hasSessions {
+			// The old session's streams stay in the store until retention
+			// removes them: the server never learns the client moved on.
+			c.streams = c.streams[:0]
+			slot := e.procs[p].slot
+			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), e.d.LB == "hash")
+			c.sessProc, c.sessOK = p, true
+			e.lb.Bind(c.sess, int(slot))
+			in.Session = true
+			if e.shared {
+				e.storeOp(1)
+			}
+		}
+	case clients.ReqInitialized:
+		in.Status = 202
+		if e.hasSessions && !e.sessionAt(c, p) {
+			in.Status = 404
+		}
+	case clients.ReqCall:
+		if e.hasSessions && !e.sessionAt(c, p) {
+			in.Status = 404
+			return in
+		}
+		in.Status = 200
+		e.startAttempt(id, c, p)
+	case clients.ReqResume:
+		in.Status, in.Purged = e.resume(id, c, p)
+	case clients.ReqStandalone:
+		switch {
+		case !e.hasSessions:
+			in.Status = 405
+		case !e.sessionAt(c, p):
+			in.Status = 404
+		default:
+			in.Status = 200
+			e.connect(c, id, connStandalone, -1, p, e.now, 0)
+		}
+	case clients.ReqDelete:
+		switch {
+		case !e.hasSessions:
+			in.Status = 405
+		case !e.sessionAt(c, p):
+			in.Status = 404
+		default:
+			in.Status = 200
+			e.dropSessionStreams(c)
+			c.sessOK, c.sessProc = false, -1
+		}
+	}
+	return in
+}
+
+// dropSessionStreams deletes the streams of the client's current session.
+func (e *engine) dropSessionStreams(c *client) {
+	for _, a := range c.streams {
+		e.attempts[a].gone = true
+	}
+	c.streams = c.streams[:0]
+}
+
+func (e *engine) startAttempt(id int32, c *client, p int32) {
+	cl := &c.call
+	prev := cl.maxProduced
+	if cl.attempt >= 0 {
+		old := &e.attempts[cl.attempt]
+		old.isCur = false
+		prev = max(prev, e.produced(old, e.now))
+	}
+	a := attempt{
+		client: id, proc: p, follower: id, e: cl.e, prevMax: prev,
+		start: e.now, iv: e.iv, stored: e.events != topology.EventsNone, isCur: true,
+	}
+	ai := int32(len(e.attempts))
+	pr := &e.procs[p]
+	if a.stored {
+		if e.events == topology.EventsMemory {
+			a.k0 = pr.purgeK
+			pr.streams = append(pr.streams, ai)
+		} else {
+			e.redis = append(e.redis, ai)
+		}
+		c.streams = append(c.streams, ai)
+	}
+	e.attempts = append(e.attempts, a)
+	pr.running = append(pr.running, ai)
+	cl.attempt = ai
+	e.schedule(a.start+int64(a.e)*a.iv, evAttemptDone, ai, 0)
+	e.connect(c, id, connCall, ai, p, e.now, 0)
+}
+
+// connect opens a connection; events reach the client from `from` on.
+func (e *engine) connect(c *client, id int32, kind uint8, ai, p int32, from int64, base int32) {
+	pr := &e.procs[p]
+	c.conn = conn{kind: kind, attempt: ai, proc: p, slot: int32(len(pr.conns)), from: from, base: base}
+	pr.conns = append(pr.conns, id)
+	if ai >= 0 {
+		e.attempts[ai].follower = id
+	}
+	if kind != connStandalone {
+		e.open++
+		e.scheduleDrop(id, c)
+	}
+}
+
+func (e *engine) scheduleDrop(id int32, c *client) {
+	if e.sc.Workload.DropEvery <= 0 {
+		return
+	}
+	for c.nextDrop <= e.now {
+		c.nextDrop += e.expDraw(&c.drops, int64(e.sc.Workload.DropEvery))
+	}
+	if c.dropSched != c.nextDrop {
+		c.dropSched = c.nextDrop
+		e.schedule(c.nextDrop, evDropTick, id, 0)
+	}
+}
+
+func (e *engine) dropTick(id int32) {
+	c := &e.clients[id]
+	if c.dropSched != e.now {
+		return
+	}
+	c.dropSched = -1
+	if c.conn.kind == connCall || c.conn.kind == connResume {
+		e.endStream(id, c, clients.Input{Kind: clients.InStreamEnd})
+	}
+}
+
+// disconnect detaches the client's connection without telling the brain.
+func (e *engine) disconnect(id int32, c *client) {
+	k := c.conn
+	if k.kind == connNone {
+		return
+	}
+	pr := &e.procs[k.proc]
+	last := pr.conns[len(pr.conns)-1]
+	pr.conns[k.slot] = last
+	e.clients[last].conn.slot = k.slot
+	pr.conns = pr.conns[:len(pr.conns)-1]
+	if k.attempt >= 0 {
+		a := &e.attempts[k.attempt]
+		if a.follower == id {
+			a.follower = -1
+		}
+	}
+	if k.kind != connStandalone {
+		e.open--
+	}
+	c.conn = conn{}
+}
+
+// settle counts what the client's connection delivered up to now.
+func (e *engine) settle(c *client) {
+	k := &c.conn
+	if k.kind != connCall && k.kind != connResume {
+		return
+	}
+	if e.now < k.from {
+		return
+	}
+	a := &e.attempts[k.attempt]
+	if !a.isCur {
+		return
+	}
+	upto := e.produced(a, e.now)
+	if upto > a.live {
+		e.stats.ArithmeticEvents += int64(upto - a.live)
+		a.live = upto
+	}
+	cl := &c.call
+	if k.kind == connResume && cl.resumeLat && upto > k.base {
+		t1 := max(k.from, e.prodTime(a, k.base+1))
+		e.replay = append(e.replay, float64(t1-cl.replayFrom)/1e6)
+		cl.resumeLat = false
+	}
+	if upto > cl.hw {
+		if cl.dropAt >= 0 {
+			t1 := max(k.from, e.prodTime(a, cl.hw+1))
+			e.recov = append(e.recov, float64(t1-cl.dropAt)/1e6)
+			cl.dropAt = -1
+		}
+		e.t.EventsDelivered += int64(upto - cl.hw)
+		cl.hw = upto
+	}
+}
+
+// endStream ends the client's call stream and tells the brain.
+func (e *engine) endStream(id int32, c *client, in clients.Input) {
+	e.settle(c)
+	k := c.conn
+	if k.kind == connNone {
+		return
+	}
+	var cursor int32 = -1
+	if k.kind != connStandalone && k.attempt >= 0 {
+		cursor = e.produced(&e.attempts[k.attempt], e.now)
+		if k.kind == connResume && e.now < k.from {
+			cursor = k.base
+		}
+		if cursor == 0 && !e.priming {
+			cursor = -1
+		}
+	}
+	e.disconnect(id, c)
+	if in.Result {
+		c.tok++
+		e.act(id, c, c.brain.Step(in))
+		return
+	}
+	if k.kind != connStandalone {
+		e.t.Drops++
+		if c.call.dropAt < 0 {
+			c.call.dropAt = e.now
+		}
+	}
+	in.Cursor = int(cursor)
+	in.HasID = e.events != topology.EventsNone && !e.noResume && cursor >= 0
+	in.NoResume = e.noResume
+	c.tok++ // nothing in flight survives the end of the stream
+	e.act(id, c, c.brain.Step(in))
+}
+
+// resume serves a GET with Last-Event-ID.
+func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
+	switch {
+	case !e.hasSessions:
+		return 405, false
+	case !e.sessionAt(c, p):
+		return 404, false
+	case e.events == topology.EventsNone:
+		return 400, false
+	}
+	ai := c.call.attempt
+	if ai < 0 {
+		return 400, false
+	}
+	a := &e.attempts[ai]
+	cursor := c.reqCursor
+	if e.events == topology.EventsMemory && a.proc != p {
+		return 400, false // the stream lives in another process's memory
+	}
+	hi := e.produced(a, e.now)
+	lo := e.storedLo(a, hi)
+	if a.gone || e.expired(a) || lo > cursor+1 {
+		return 400, true
+	}
+	if a.follower >= 0 && a.follower != id {
+		return 409, false
+	}
+	n := hi - cursor
+	if n < 0 {
+		n = 0
+	}
+	e.t.Resumes++
+	e.t.EventsReplayed += int64(n)
+	e.storeOp(1)
+	lat := int64(e.d.Store.ReplayLatency(e.events, int(n)))
+	if !c.call.resumeLat && c.call.dropAt >= 0 {
+		c.call.resumeLat = true
+		c.call.replayFrom = c.call.dropAt
+	}
+	e.connect(c, id, connResume, ai, p, e.now+lat, cursor)
+	return 200, false
+}
+
+func (e *engine) storedLo(a *attempt, hi int32) int32 {
+	var first int32 = 1
+	if e.priming {
+		first = 0
+	}
+	count := int64(hi - first + 1)
+	switch e.events {
+	case topology.EventsMemory:
+		removed := min(max(e.procs[a.proc].purgeK-a.k0, 0), count)
+		return first + int32(removed)
+	case topology.EventsRedis:
+		if m := int32(e.d.Store.RedisMaxLen); m > 0 && hi-m+1 > first {
+			return hi - m + 1
+		}
+	}
+	return first
+}
+
+func (e *engine) expired(a *attempt) bool {
+	ttl := int64(e.d.Store.RedisTTL)
+	return e.events == topology.EventsRedis && ttl > 0 && a.ended && e.now >= a.end+ttl
+}
+
+// storeOp counts store operations in the current step.
+func (e *engine) storeOp(n int64) {
+	if e.events == topology.EventsNone && !e.shared {
+		return
+	}
+	e.series.StoreOps[e.bucket(e.now)] += n
+}
+
+// appendOps spreads an attempt's appends over the steps they happened in.
+func (e *engine) appendOps(a *attempt) {
+	if !a.stored {
+		return
+	}
+	var k int32
+	if !e.priming {
+		k = 1
+	}
+	for k <= a.endN {
+		t := e.prodTime(a, k)
+		b := e.bucket(t)
+		bEnd := int64(b+1) * e.step
+		// events k.. that fall in bucket b
+		last := int32((bEnd - 1 - a.start) / a.iv)
+		if last > a.endN {
+			last = a.endN
+		}
+		if last < k {
+			last = k
+		}
+		e.series.StoreOps[b] += int64(last - k + 1)
+		k = last + 1
+	}
+}
+
+// endAttempt records an attempt's end: done (all events) or dead (killed).
+func (e *engine) endAttempt(ai int32, dead bool) {
+	a := &e.attempts[ai]
+	if a.ended {
+		return
+	}
+	a.endN = e.produced(a, e.now)
+	a.ended, a.dead, a.end = true, dead, e.now
+	pr := &e.procs[a.proc]
+	for i, r := range pr.running {
+		if r == ai {
+			pr.running[i] = pr.running[len(pr.running)-1]
+			pr.running = pr.running[:len(pr.running)-1]
+			break
+		}
+	}
+	e.appendOps(a)
+	c := &e.clients[a.client]
+	// The follower gets what was produced before the end.
+	if a.follower >= 0 {
+		e.settle(&e.clients[a.follower])
+	}
+	if e.events == topology.EventsNone && a.endN > a.live {
+		e.t.EventsWasted += int64(a.endN - a.live)
+	}
+	if a.prevMax > 0 {
+		e.t.EventsRedone += int64(min(a.endN, a.prevMax))
+	}
+	if a.isCur && c.call.active {
+		cl := &c.call
+		cl.maxProduced = max(cl.maxProduced, a.endN)
+		if dead && cl.maxProduced < cl.unprodMark {
+			e.t.EventsUnproduced += int64(cl.unprodMark - cl.maxProduced)
+			cl.unprodMark = cl.maxProduced
+		}
+	}
+	// A follower on another process resumes live from the store; when the
+	// producer dies it ends the stream with an error once the call's lease
+	// runs out (DOMAIN.md §4).
+	if dead && a.follower >= 0 {
+		f := &e.clients[a.follower]
+		if f.conn.kind == connResume && f.conn.proc != a.proc {
+			e.schedule(max(e.now+int64(e.d.Replica.OrphanLease), f.conn.from), evStreamEnd, a.follower, f.tok)
+		}
+	}
+}
+
+func (e *engine) attemptDone(ai int32, _ uint32) {
+	a := &e.attempts[ai]
+	if a.ended {
+		return
+	}
+	e.endAttempt(ai, false)
+	a = &e.attempts[ai]
+	if f := a.follower; f >= 0 {
+		c := &e.clients[f]
+		if c.conn.attempt == ai {
+			if e.now >= c.conn.from {
+				e.endStream(f, c, clients.Input{Kind: clients.InStreamEnd, Result: true})
+			} else {
+				e.schedule(c.conn.from, evStreamEnd, f, c.tok)
+			}
+		}
+	}
+	if p := a.proc; e.procs[p].state == procDraining && len(e.procs[p].running) == 0 {
+		e.exitProc(p, true)
+	}
+}
+
+// endCall does the accounting of a logical call that ended.
+func (e *engine) endCall(id int32, c *client, a clients.Action) {
+	e.settle(c)
+	e.disconnect(id, c)
+	c.tok++
+	c.ctok++
+	c.deferred = clients.Action{}
+	cl := &c.call
+	if !cl.active {
+		return
+	}
+	maxP := cl.maxProduced
+	if cl.attempt >= 0 {
+		maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now))
+		e.attempts[cl.attempt].isCur = false
+	}
+	if cl.unprodMark < cl.e {
+		e.audit.UnproducedRecovered += int64(maxP - cl.unprodMark)
+	}
+	undelivered := int64(cl.e - cl.hw)
+	if a.Outcome == clients.Completed {
+		e.t.CallsCompleted++
+		if undelivered > 0 {
+			e.t.LostByCause.Other += undelivered
+		}
+	} else {
+		e.t.CallsFailed++
+		var unprod int64
+		if cl.unprodMark < cl.e {
+			unprod = int64(cl.e - max(cl.hw, maxP))
+		}
+		rest := undelivered - unprod
+		e.t.LostByCause.Unproduced += unprod
+		if a.Cause == clients.CausePurged {
+			e.t.LostByCause.Purged += rest
+		} else {
+			e.t.LostByCause.Abandoned += rest
+		}
+	}
+	if undelivered > 0 {
+		e.t.EventsLost += undelivered
+		e.series.EventsLost[e.bucket(e.now)] += undelivered
+	}
+	cl.active = false
+	cl.attempt = -1
+	if a.Outcome == clients.Failed && !e.sc.Workload.ContinueAfterFailure {
+		e.finishClient(id, c)
+		return
+	}
+	c.tok++
+	e.schedule(e.now+c.think, evThink, id, c.tok)
+}
+
+// --- processes and faults ------------------------------------------------
+
+func (e *engine) fault(s faults.Step) {
+	switch s.Kind {
+	case faults.StepStop:
+		p := e.slots[s.Replica]
+		if p < 0 {
+			return
+		}
+		e.slots[s.Replica] = -1
+		if s.Graceful {
+			e.drain(p)
+		} else {
+			e.recordHardStop(p, s)
+			e.exitProc(p, false)
+		}
+	case faults.StepStart:
+		if e.slots[s.Replica] < 0 {
+			e.slots[s.Replica] = e.newProc(int32(s.Replica))
+		}
+	case faults.StepClientDrop:
+		e.clientDrop(s)
+	}
+}
+
+func (e *engine) drain(p int32) {
+	pr := &e.procs[p]
+	pr.state = procDraining
+	closeNow := e.d.Replica.DrainClose == topology.DrainCloseStart ||
+		(e.d.Replica.DrainClose == topology.DrainCloseAuto && e.shared)
+	if closeNow && e.pollClose {
+		for len(pr.conns) > 0 {
+			id := pr.conns[len(pr.conns)-1]
+			e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: e.d.Replica.RetryHint})
+			pr = &e.procs[p]
+		}
+	}
+	pr = &e.procs[p]
+	if len(pr.running) == 0 {
+		e.exitProc(p, true)
+		return
+	}
+	pr.exitTok++
+	e.schedule(e.now+int64(e.d.Replica.DrainLimit), evProcExit, p, pr.exitTok)
+}
+
+// exitProc ends a process: its calls die, its connections close (with a
+// retry hint when graceful), its memory and local sessions are gone.
+func (e *engine) exitProc(p int32, graceful bool) {
+	pr := &e.procs[p]
+	if pr.state == procDead {
+		return
+	}
+	pr.state = procDead
+	for i, sp := range e.slots {
+		if sp == p {
+			e.slots[i] = -1
+		}
+	}
+	for len(pr.running) > 0 {
+		e.endAttempt(pr.running[len(pr.running)-1], true)
+		pr = &e.procs[p]
+	}
+	var hint time.Duration
+	if graceful && e.pollClose {
+		hint = e.d.Replica.RetryHint
+	}
+	for len(pr.conns) > 0 {
+		id := pr.conns[len(pr.conns)-1]
+		e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: hint})
+		pr = &e.procs[p]
+	}
+	if e.events == topology.EventsMemory {
+		for _, ai := range pr.streams {
+			e.attempts[ai].gone = true
+		}
+		pr.streams = nil
+	}
+}
+
+func (e *engine) clientDrop(s faults.Step) {
+	var victims []int32
+	for p := range e.procs {
+		for _, id := range e.procs[p].conns {
+			c := &e.clients[id]
+			if c.conn.kind != connCall && c.conn.kind != connResume {
+				continue
+			}
+			if pick(e.sc.Seed, uint64(s.Fault), uint64(id)) < s.Fraction {
+				victims = append(victims, id)
+			}
+		}
+	}
+	slices.Sort(victims)
+	for _, id := range victims {
+		c := &e.clients[id]
+		c.awayUntil = e.now + int64(s.Away)
+		e.endStream(id, c, clients.Input{Kind: clients.InStreamEnd})
+	}
+}
+
+// pick is a uniform number in [0,1) from (seed, fault, client): the same
+// clients are picked in every design that has them streaming.
+func pick(seed, fault, id uint64) float64 {
+	x := seed ^ (fault+1)*0x9e3779b97f4a7c15 ^ id*0xbf58476d1ce4e5b9
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}
+
+// recordHardStop notes the live local sessions of a process killed hard, to
+// check what each one's next session request gets.
+func (e *engine) recordHardStop(p int32, s faults.Step) {
+	if !e.hasSessions || e.shared {
+		return
+	}
+	hs := HardStop{At: s.At, waiting: map[int32]bool{}}
+	for id := range e.clients {
+		c := &e.clients[id]
+		if c.sessProc == p && c.sessOK && c.brain.HasSession() {
+			hs.waiting[int32(id)] = true
+			hs.keys = append(hs.keys, c.sess)
+			hs.ids = append(hs.ids, int32(id))
+		}
+	}
+	hs.Sessions = len(hs.waiting)
+	e.audit.HardStops = append(e.audit.HardStops, hs)
+}
+
+// noteHardStop records the first session request of each waiting session.
+func (e *engine) noteHardStop(id int32, carried bool, key uint64, status int) {
+	for i := range e.audit.HardStops {
+		hs := &e.audit.HardStops[i]
+		if !hs.waiting[id] {
+			continue
+		}
+		k := hs.keys[slices.Index(hs.ids, id)]
+		switch {
+		case carried && key == k:
+			hs.First = append(hs.First, status)
+			delete(hs.waiting, id)
+		case e.clients[id].sess != k || !e.clients[id].brain.HasSession():
+			hs.Dropped++ // the client let the session go without using it again
+			delete(hs.waiting, id)
+		}
+	}
+}
+
+// sample closes series step i: gauges, store size and memory purges.
+func (e *engine) sample(i int) {
+	e.series.ActiveStreams[i] = e.open
+	var bytes int64
+	switch e.events {
+	case topology.EventsMemory:
+		for p := range e.procs {
+			if e.procs[p].state != procDead {
+				bytes += e.memorySettle(int32(p))
+			}
+		}
+	case topology.EventsRedis:
+		keep := e.redis[:0]
+		for _, ai := range e.redis {
+			a := &e.attempts[ai]
+			if a.gone || e.expired(a) {
+				a.gone = true
+				continue
+			}
+			keep = append(keep, ai)
+			hi := e.produced(a, e.now)
+			bytes += int64(hi-e.storedLo(a, hi)+1) * e.evBytes
+		}
+		e.redis = keep
+	}
+	e.series.StoreBytes[i] = bytes
+}
+
+// memorySettle applies go-sdk's purge to one process's store: while over the
+// cap, drop the oldest event of every stream in turn. It returns the bytes
+// held afterwards.
+func (e *engine) memorySettle(p int32) int64 {
+	pr := &e.procs[p]
+	keep := pr.streams[:0]
+	var total, maxRem int64
+	rems := make([]int64, 0, len(pr.streams))
+	for _, ai := range pr.streams {
+		a := &e.attempts[ai]
+		if a.gone {
+			continue
+		}
+		keep = append(keep, ai)
+		hi := e.produced(a, e.now)
+		rem := int64(hi - e.storedLo(a, hi) + 1)
+		rems = append(rems, rem)
+		total += rem
+		maxRem = max(maxRem, rem)
+	}
+	pr.streams = keep
+	capEv := int64(math.MaxInt64)
+	if c := e.d.Store.MemoryCapBytes; c > 0 {
+		capEv = c / e.evBytes
+	}
+	if total <= capEv {
+		return total * e.evBytes
+	}
+	after := func(k int64) int64 {
+		var t int64
+		for _, r := range rems {
+			t += max(r-k, 0)
+		}
+		return t
+	}
+	lo, hi := int64(0), maxRem
+	for lo < hi {
+		m := (lo + hi) / 2
+		if after(m) <= capEv {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	pr.purgeK += lo
+	return after(lo) * e.evBytes
+}
+
+// finish closes the run at the horizon: what is still open is pending.
+func (e *engine) finish() {
+	for id := range e.clients {
+		c := &e.clients[id]
+		if !c.call.active {
+			continue
+		}
+		e.settle(c)
+		cl := &c.call
+		e.t.CallsPending++
+		e.t.EventsPending += int64(cl.e - cl.hw)
+		if cl.unprodMark < cl.e {
+			maxP := cl.maxProduced
+			if cl.attempt >= 0 {
+				maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now))
+			}
+			e.audit.UnproducedRecovered += int64(maxP - cl.unprodMark)
+			e.audit.UnproducedPending += int64(cl.e - maxP)
+		}
+	}
+	for ai := range e.attempts {
+		a := &e.attempts[ai]
+		if !a.ended {
+			a.endN = e.produced(a, e.now)
+			e.appendOps(a)
+		}
+	}
+	if e.t.SessionRequests > 0 {
+		e.t.Rate404 = float64(e.t.HTTP404) / float64(e.t.SessionRequests)
+	}
+	for i := range e.series.StoreBytes {
+		e.t.StorePeakBytes = max(e.t.StorePeakBytes, e.series.StoreBytes[i])
+		e.t.StorePeakOpsPerS = max(e.t.StorePeakOpsPerS, float64(e.series.StoreOps[i])/e.series.StepS)
+	}
+}

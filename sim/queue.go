@@ -1,0 +1,84 @@
+package sim
+
+// evKind says what a queued event does.
+type evKind uint8
+
+const (
+	evArrive      evKind = iota // a client arrives and starts its first call
+	evResponse                  // the answer to a client's request in flight (tok)
+	evTimer                     // a client's wait is over (tok)
+	evThink                     // a client's think time is over (tok)
+	evCallTimeout               // a call's timeout (ctok)
+	evDropTick                  // a random drop instant of a client
+	evStreamEnd                 // a resumed stream ends after its replay (tok): result or orphan error
+	evAttemptDone               // an attempt produced its last event (id = attempt)
+	evProcExit                  // a draining process hits its drain limit (id = proc)
+	evStep                      // a fault step (id = step index)
+	evSample                    // a series boundary (id = step number)
+)
+
+// event is one scheduled state change. Events are plain values in a slice,
+// so the queue allocates nothing per event.
+type event struct {
+	at   int64 // virtual time, ns
+	seq  uint64
+	id   int32
+	tok  uint32
+	kind evKind
+	aux  uint8
+}
+
+func (a *event) less(b *event) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+// queue is a binary min-heap of events ordered by (at, seq). seq is the
+// insertion order, so ties break the same way on every run.
+type queue struct {
+	h   []event
+	seq uint64
+}
+
+func (q *queue) Len() int { return len(q.h) }
+
+func (q *queue) push(e event) {
+	e.seq = q.seq
+	q.seq++
+	q.h = append(q.h, e)
+	h := q.h
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].less(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *queue) pop() event {
+	h := q.h
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	q.h = h[:n]
+	h = q.h
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].less(&h[l]) {
+			m = r
+		}
+		if !h[m].less(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top
+}

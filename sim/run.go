@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// ErrNoDesigns is returned when the design subset matches nothing.
+var ErrNoDesigns = errors.New("sim: no designs to run")
+
+// Options tunes a run. A nil *Options means the defaults.
+type Options struct {
+	// Designs runs only these designs, in the scenario's order. Nil runs all.
+	Designs []string
+	// Parallel is how many designs run at once; 0 means GOMAXPROCS.
+	Parallel int
+	// Progress, if set, is called with increments of virtual time done,
+	// summed over designs; the total is Horizon(sc) × designs. It may be
+	// called from several goroutines at once.
+	Progress func(delta time.Duration)
+}
+
+// Output is a run's report plus what the report does not carry.
+type Output struct {
+	Report *report.Report
+	Audit  map[string]*Audit
+	Stats  map[string]Stats
+}
+
+// Horizon is the virtual time a run covers: the scenario plus its drain.
+func Horizon(sc *scenario.Scenario) time.Duration { return sc.Duration + sc.Drain }
+
+// Arrivals paces the clients' arrival times with a vegeta Pacer in virtual
+// time: constant at workload.arrival_rate, or linear when arrival_slope is
+// set. Clients that would arrive after the scenario ends never arrive.
+func Arrivals(sc *scenario.Scenario) []int64 {
+	w := sc.Workload
+	rate := vegeta.Rate{Freq: int(math.Round(w.ArrivalRate * 1000)), Per: 1000 * time.Second}
+	var p vegeta.Pacer = vegeta.ConstantPacer(rate)
+	if w.ArrivalSlope != 0 {
+		p = vegeta.LinearPacer{StartAt: rate, Slope: w.ArrivalSlope}
+	}
+	out := make([]int64, 0, w.Clients)
+	var t time.Duration
+	for hits := uint64(0); hits < uint64(w.Clients); hits++ {
+		wait, stop := p.Pace(t, hits)
+		if stop {
+			break
+		}
+		t += wait
+		if t >= sc.Duration {
+			break
+		}
+		out = append(out, int64(t))
+	}
+	return out
+}
+
+// DesignSeed derives a design's RNG seed from the run seed and its name, so
+// a design's row does not depend on which other designs run.
+func DesignSeed(seed uint64, design string) (uint64, uint64) {
+	h := sha256.Sum256([]byte(design))
+	return seed ^ binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:16])
+}
+
+// Hash is the scenario's fingerprint: a hash of its resolved settings.
+func Hash(sc *scenario.Scenario) string {
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// Run simulates every selected design of sc and returns the report.
+func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	var designs []*scenario.Design
+	for i := range sc.Designs {
+		d := &sc.Designs[i]
+		if opts.Designs == nil || contains(opts.Designs, d.Name) {
+			designs = append(designs, d)
+		}
+	}
+	for _, n := range opts.Designs {
+		if !containsDesign(sc.Designs, n) {
+			var valid []string
+			for _, d := range sc.Designs {
+				valid = append(valid, d.Name)
+			}
+			return nil, fmt.Errorf("sim: scenario %s has no design %q (it runs: %v)", sc.Name, n, valid)
+		}
+	}
+	if len(designs) == 0 {
+		return nil, ErrNoDesigns
+	}
+	arrivals := Arrivals(sc)
+	steps := faults.Timeline(sc.Faults, sc.FaultContext())
+
+	engines := make([]*engine, len(designs))
+	par := opts.Parallel
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i, d := range designs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			e, err := newEngine(ctx, sc, d, arrivals, steps, opts.Progress)
+			if err != nil {
+				mu.Lock()
+				firstErr = errors.Join(firstErr, err)
+				mu.Unlock()
+				return
+			}
+			e.run()
+			engines[i] = e
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+
+	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}}
+	r := &report.Report{
+		Schema: report.Schema, StormsimVersion: report.Version, Scenario: sc.Name,
+		Description: sc.Description, ScenarioHash: Hash(sc), Engine: "sim", Seed: sc.Seed,
+		DurationS: sc.Duration.Seconds(), Faults: []report.Fault{}, Designs: []report.Design{},
+	}
+	ctxF := sc.FaultContext()
+	for _, f := range sc.Faults {
+		sp := f.Span(ctxF)
+		r.Faults = append(r.Faults, report.Fault{Kind: f.Kind(), Label: sp.Label, AtS: sp.At.Seconds(), UntilS: sp.Until.Seconds()})
+	}
+	for i, e := range engines {
+		d := designs[i]
+		rd := report.Design{
+			Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
+			Profile: d.Client.Profile, Era: d.Era, Totals: e.t, Series: e.series,
+			ReplayLatencyMS:   report.Summarise(e.replay),
+			RecoveryLatencyMS: report.Summarise(e.recov),
+		}
+		rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, r.Faults)
+		r.Designs = append(r.Designs, rd)
+		a := e.audit
+		out.Audit[d.Name] = &a
+		out.Stats[d.Name] = e.stats
+	}
+	out.Report = r
+	return out, nil
+}
+
+// stopper is polled by the engine's loop to honour cancellation.
+type stopper interface{ Err() error }
+
+func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, arrivals []int64, steps []faults.Step, progress func(time.Duration)) (*engine, error) {
+	s1, s2 := DesignSeed(sc.Seed, d.Name)
+	rng := rand.New(rand.NewPCG(s1, s2))
+	lb, err := topology.NewPolicy(d.LB, &topology.Options{Rand: rng})
+	if err != nil {
+		return nil, fmt.Errorf("sim: design %s: %w", d.Name, err)
+	}
+	era2026 := d.Era == "2026-07-28"
+	e := &engine{
+		sc: sc, d: d, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx,
+		hasSessions: d.Sessions != topology.SessionsNone && !era2026,
+		shared:      d.Sessions == topology.SessionsShared && !era2026,
+		events:      d.Events,
+		noResume:    era2026,
+		iv:          int64(float64(time.Second) / sc.Workload.EventRate),
+	}
+	if era2026 {
+		e.events = topology.EventsNone
+	}
+	e.priming = e.events != topology.EventsNone && d.Era != "2025-06-18"
+	e.pollClose = e.events != topology.EventsNone && d.Era == "2025-11-25"
+	e.evBytes = max(d.Store.EventBytes(e.events, sc.Workload.EventBytes), 1)
+	if e.iv < 1 {
+		e.iv = 1
+	}
+	if progress != nil {
+		e.progress = func(ns int64) { progress(time.Duration(ns)) }
+	}
+	return e, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsDesign(ds []scenario.Design, n string) bool {
+	for _, d := range ds {
+		if d.Name == n {
+			return true
+		}
+	}
+	return false
+}
