@@ -313,6 +313,9 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	t := builtinTop()
 	sub := make([]subs, len(layers))
 	for i, l := range layers {
+		if l.defined("designs") {
+			t.Designs = nil // a list replaces the inherited one; decoding would overwrite it in place
+		}
 		ld.decode(l, l.prim, &t)
 		ld.decode(l, l.prim, &sub[i])
 	}

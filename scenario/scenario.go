@@ -13,6 +13,7 @@
 package scenario
 
 import (
+	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
@@ -97,7 +98,7 @@ func builtinTop() top {
 	return top{
 		Seed: 42, Duration: 300 * time.Second, Drain: 120 * time.Second, Step: time.Second,
 		Replicas: 3, LB: "sticky", Era: "2025-11-25", RTT: 2 * time.Millisecond,
-		Designs: DefaultDesigns,
+		Designs: slices.Clone(DefaultDesigns),
 	}
 }
 

@@ -32,6 +32,8 @@ const (
 type call struct {
 	active      bool
 	reissued    bool
+	dropped     bool // the call's stream broke at least once
+	waitResume  bool // a stream with an id broke and has not resumed yet
 	resumeLat   bool  // a resume is in progress: record replay latency at its first event
 	e           int32 // logical length: progress events + the result
 	hw          int32 // distinct logical events delivered (a prefix 1..hw)
@@ -158,6 +160,13 @@ type Audit struct {
 	// HardStops lists, per hard stop, the sessions alive on the process and
 	// the status of each one's first session request after it.
 	HardStops []HardStop
+
+	// Outcomes of the calls whose stream broke at least once.
+	DroppedCalls, DroppedReissued, DroppedFailed, DroppedPending, DroppedResumedOnly int64
+	// Drops of a stream that already had an event id, and what followed.
+	DropsWithID, DropsWithIDResumed, DropsWithIDPending int64
+	// Statuses of GETs with Last-Event-ID and of standalone GETs.
+	ResumeStatus, StandaloneStatus map[int]int64
 }
 
 // HardStop records what the sessions of a hard-killed process saw next.
@@ -472,6 +481,12 @@ func (e *engine) respond(id int32, c *client) {
 	case 503:
 		e.t.HTTP503++
 	}
+	switch c.req {
+	case clients.ReqResume:
+		e.audit.ResumeStatus[in.Status]++
+	case clients.ReqStandalone:
+		e.audit.StandaloneStatus[in.Status]++
+	}
 	if len(e.audit.HardStops) > 0 {
 		e.noteHardStop(id, carried, key, in.Status)
 	}
@@ -587,10 +602,12 @@ func (e *engine) dropSessionStreams(c *client) {
 func (e *engine) startAttempt(id int32, c *client, p int32) {
 	cl := &c.call
 	prev := cl.maxProduced
+	cl.waitResume = false // a re-issue: the broken stream was never resumed
 	if cl.attempt >= 0 {
 		old := &e.attempts[cl.attempt]
 		old.isCur = false
 		prev = max(prev, e.produced(old, e.now))
+		cl.maxProduced = prev
 	}
 	a := attempt{
 		client: id, proc: p, follower: id, e: cl.e, prevMax: prev,
@@ -733,14 +750,19 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 		e.act(id, c, c.brain.Step(in))
 		return
 	}
+	in.Cursor = int(cursor)
+	in.HasID = e.events != topology.EventsNone && !e.noResume && cursor >= 0
 	if k.kind != connStandalone {
 		e.t.Drops++
+		c.call.dropped = true
 		if c.call.dropAt < 0 {
 			c.call.dropAt = e.now
 		}
+		if in.HasID && !c.call.waitResume {
+			e.audit.DropsWithID++
+			c.call.waitResume = true
+		}
 	}
-	in.Cursor = int(cursor)
-	in.HasID = e.events != topology.EventsNone && !e.noResume && cursor >= 0
 	in.NoResume = e.noResume
 	c.tok++ // nothing in flight survives the end of the stream
 	e.act(id, c, c.brain.Step(in))
@@ -779,6 +801,10 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 	}
 	e.t.Resumes++
 	e.t.EventsReplayed += int64(n)
+	if c.call.waitResume {
+		e.audit.DropsWithIDResumed++
+		c.call.waitResume = false
+	}
 	e.storeOp(1)
 	lat := int64(e.d.Store.ReplayLatency(e.events, int(n)))
 	if !c.call.resumeLat && c.call.dropAt >= 0 {
@@ -935,6 +961,18 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 		e.audit.UnproducedRecovered += int64(maxP - cl.unprodMark)
 	}
 	undelivered := int64(cl.e - cl.hw)
+	if cl.dropped {
+		e.audit.DroppedCalls++
+		switch {
+		case a.Outcome == clients.Failed:
+			e.audit.DroppedFailed++
+		case cl.reissued:
+			e.audit.DroppedReissued++
+		default:
+			e.audit.DroppedResumedOnly++
+		}
+	}
+	cl.waitResume = false
 	if a.Outcome == clients.Completed {
 		e.t.CallsCompleted++
 		if undelivered > 0 {
@@ -1206,6 +1244,13 @@ func (e *engine) finish() {
 		cl := &c.call
 		e.t.CallsPending++
 		e.t.EventsPending += int64(cl.e - cl.hw)
+		if cl.dropped {
+			e.audit.DroppedCalls++
+			e.audit.DroppedPending++
+		}
+		if cl.waitResume {
+			e.audit.DropsWithIDPending++
+		}
 		if cl.unprodMark < cl.e {
 			maxP := cl.maxProduced
 			if cl.attempt >= 0 {

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Conservation holds for every design of every shipped scenario, with each
+// term counted independently where it happens.
+func TestConservation(t *testing.T) {
+	t.Parallel()
+	for _, name := range shippedNames(t) {
+		for _, profile := range []string{"compliant", "go-sdk", "ts-sdk", "stuck"} {
+			out := run(t, load(t, name, "client.profile="+profile))
+			for _, d := range out.Report.Designs {
+				tt := d.Totals
+				where := name + "/" + profile + "/" + d.Name
+				if tt.EventsExpected == 0 || tt.EventsDelivered == 0 {
+					t.Errorf("%s: expected %d delivered %d: nothing ran", where, tt.EventsExpected, tt.EventsDelivered)
+				}
+				if got := tt.EventsDelivered + tt.EventsLost + tt.EventsPending; got != tt.EventsExpected {
+					t.Errorf("%s: delivered %d + lost %d + pending %d = %d, want expected %d",
+						where, tt.EventsDelivered, tt.EventsLost, tt.EventsPending, got, tt.EventsExpected)
+				}
+				if got := tt.LostByCause.Sum(); got != tt.EventsLost {
+					t.Errorf("%s: lost by cause sums to %d, want %d", where, got, tt.EventsLost)
+				}
+				if got := tt.CallsCompleted + tt.CallsFailed + tt.CallsPending; got != tt.Calls {
+					t.Errorf("%s: completed %d + failed %d + pending %d = %d, want calls %d",
+						where, tt.CallsCompleted, tt.CallsFailed, tt.CallsPending, got, tt.Calls)
+				}
+				var lost int64
+				for _, v := range d.Series.EventsLost {
+					lost += v
+				}
+				if lost != tt.EventsLost {
+					t.Errorf("%s: series events_lost sums to %d, totals say %d", where, lost, tt.EventsLost)
+				}
+				if tt.EventsReplayed > 0 && tt.Resumes == 0 {
+					t.Errorf("%s: %d events replayed without a resume", where, tt.EventsReplayed)
+				}
+			}
+		}
+	}
+}
+
+// The same seed gives the same bytes; another seed changes the numbers.
+func TestDeterminism(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"deploy-restart", "network-blip", "crash"} {
+		a, _ := run(t, load(t, name)).Report.JSON()
+		b, _ := run(t, load(t, name)).Report.JSON()
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: two runs with seed 42 differ", name)
+		}
+		c := run(t, load(t, name, "seed=43")).Report
+		r := run(t, load(t, name)).Report
+		for i := range r.Designs {
+			if cmp.Equal(r.Designs[i].Totals, c.Designs[i].Totals) && cmp.Equal(r.Designs[i].Series, c.Designs[i].Series) {
+				t.Errorf("%s/%s: seed 43 gives the same totals and series as seed 42", name, r.Designs[i].Name)
+			}
+		}
+	}
+}
+
+// Running a subset of designs, or running them one at a time, changes no row.
+func TestDesignSubsetIdentical(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "deploy-restart")
+	full := run(t, sc).Report
+	for _, sub := range [][]string{{"redis-shared"}, {"memory-roundrobin", "stateless"}} {
+		out, err := Run(context.Background(), sc, &Options{Designs: sub, Parallel: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range out.Report.Designs {
+			if diff := cmp.Diff(*full.Design(d.Name), d); diff != "" {
+				t.Errorf("design %s differs when run as %v (-full +subset):\n%s", d.Name, sub, diff)
+			}
+		}
+	}
+}
+
+// An unknown design in the subset is an error that lists the valid ones.
+func TestDesignSubsetUnknown(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), load(t, "steady"), &Options{Designs: []string{"nope"}})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("redis-shared")) {
+		t.Fatalf("err = %v, want one listing the scenario's designs", err)
+	}
+}
+
+// Cancelling the context stops the run with an error, not a partial report.
+func TestRunCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if out, err := Run(ctx, load(t, "steady"), nil); err == nil || out != nil {
+		t.Fatalf("Run on a cancelled context = %v, %v; want nil and an error", out, err)
+	}
+}
