@@ -37,11 +37,11 @@ const (
 
 // Valid values, for validation messages.
 var (
-	On404s    = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
-	OnErrors  = []string{OnErrorReissue, OnErrorFail}
-	NoIDs     = []string{NoIDReissue, NoIDWait, NoIDStandalone}
-	RetryOns  = []string{RetryOnNetwork, RetryOnAny}
-	profiles  = map[string]Config{}
+	On404s   = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
+	OnErrors = []string{OnErrorReissue, OnErrorFail}
+	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone}
+	RetryOns = []string{RetryOnNetwork, RetryOnAny}
+	profiles = map[string]Config{}
 )
 
 // Config is everything that shapes a client's reconnect behaviour. A profile

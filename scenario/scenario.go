@@ -23,19 +23,19 @@ import (
 
 // Scenario is one fully resolved scenario: plain data, no defaults left to apply.
 type Scenario struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	Seed        uint64        `json:"seed"`
-	Duration    time.Duration `json:"duration"`
-	Drain       time.Duration `json:"drain"`
-	Step        time.Duration `json:"step"`
-	Replicas    int           `json:"replicas"`
-	LB          string        `json:"lb"`
-	Era         string        `json:"era"`
-	RTT         time.Duration `json:"rtt"`
-	Workload    Workload      `json:"workload"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Seed        uint64         `json:"seed"`
+	Duration    time.Duration  `json:"duration"`
+	Drain       time.Duration  `json:"drain"`
+	Step        time.Duration  `json:"step"`
+	Replicas    int            `json:"replicas"`
+	LB          string         `json:"lb"`
+	Era         string         `json:"era"`
+	RTT         time.Duration  `json:"rtt"`
+	Workload    Workload       `json:"workload"`
 	Faults      []faults.Fault `json:"faults"`
-	Designs     []Design      `json:"designs"`
+	Designs     []Design       `json:"designs"`
 }
 
 // FaultContext is what the faults need to know about s.

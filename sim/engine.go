@@ -2,8 +2,8 @@ package sim
 
 import (
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
@@ -32,8 +32,8 @@ const (
 type call struct {
 	active      bool
 	reissued    bool
-	dropped     bool // the call's stream broke at least once
-	waitResume  bool // a stream with an id broke and has not resumed yet
+	dropped     bool  // the call's stream broke at least once
+	waitResume  bool  // a stream with an id broke and has not resumed yet
 	resumeLat   bool  // a resume is in progress: record replay latency at its first event
 	e           int32 // logical length: progress events + the result
 	hw          int32 // distinct logical events delivered (a prefix 1..hw)
@@ -104,13 +104,13 @@ type attempt struct {
 }
 
 type proc struct {
-	slot     int32
-	state    uint8
-	running  []int32 // attempts
-	conns    []int32 // clients with a connection here
-	streams  []int32 // attempts with a stream in this process's memory store
-	purgeK   int64
-	exitTok  uint32
+	slot    int32
+	state   uint8
+	running []int32 // attempts
+	conns   []int32 // clients with a connection here
+	streams []int32 // attempts with a stream in this process's memory store
+	purgeK  int64
+	exitTok uint32
 }
 
 // engine runs one design.
@@ -123,10 +123,10 @@ type engine struct {
 	now int64
 
 	hasSessions, shared, priming, pollClose, noResume bool
-	events                                                          string
-	evBytes                                                         int64
-	iv                                                              int64
-	horizon, duration, step                                         int64
+	events                                            string
+	evBytes                                           int64
+	iv                                                int64
+	horizon, duration, step                           int64
 
 	clients  []client
 	attempts []attempt
