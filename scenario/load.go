@@ -139,11 +139,14 @@ func (ld *loader) decodeErr(where string, err error) {
 	if errors.As(err, &pe) {
 		key := strings.TrimPrefix(pe.LastKey, "set.")
 		msg := pe.Message
+		if key != "" {
+			msg = key + ": " + msg
+		}
 		if pe.Line > 0 && !strings.HasPrefix(where, "--set") {
-			ld.errorf(where, "line %d: %s: %s", pe.Line, key, msg)
+			ld.errorf(where, "line %d: %s", pe.Line, msg)
 			return
 		}
-		ld.errorf(where, "%s: %s", key, msg)
+		ld.errorf(where, "%s", msg)
 		return
 	}
 	if m := tomlErrRE.FindStringSubmatch(err.Error()); m != nil {
@@ -163,7 +166,11 @@ func (ld *loader) decodeErr(where string, err error) {
 
 func (ld *loader) decode(l *layer, p toml.Primitive, v any) {
 	if err := l.md.PrimitiveDecode(p, v); err != nil {
-		ld.decodeErr(l.where, err)
+		where := ld.file // the message names the full key path itself
+		if l.where == "--set" {
+			where = "--set"
+		}
+		ld.decodeErr(where, err)
 	}
 }
 
@@ -235,9 +242,11 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 			f.scenarios[n] = s
 		}
 	}
-	ld.unknownKeys(md.Undecoded(), name, "")
+	// Every key, not only the undecoded ones: the decoder matches field
+	// names case-insensitively as a fallback, and a strict schema must not.
+	ld.unknownKeys(md.Keys(), name, "")
 	if set != nil {
-		ld.unknownKeys(set.md.Undecoded(), "--set", "set")
+		ld.unknownKeys(set.md.Keys(), "--set", "set")
 	}
 	if len(ld.errs) > 0 {
 		return nil, errors.Join(ld.errs...)
@@ -596,10 +605,13 @@ func (ld *loader) unknownKeys(keys []toml.Key, where, strip string) {
 				parentKnown = false
 			}
 		}
-		if !parentKnown {
+		if !parentKnown || len(path) == 0 {
 			continue // reported at its parent
 		}
 		valid := validKeys(path[:len(path)-1], strip != "")
+		if slices.Contains(valid, path[len(path)-1]) || (len(valid) == 1 && valid[0] == "NAME") {
+			continue
+		}
 		ld.errorf(where, "%s: unknown key (valid: %s)", strings.Join(path, "."), strings.Join(valid, ", "))
 	}
 }
