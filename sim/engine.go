@@ -41,6 +41,7 @@ type call struct {
 	unprodMark  int32 // (unprodMark, e] were counted unproduced; e when none
 	attempt     int32 // the current attempt, -1 none
 	dropAt      int64 // first drop not yet recovered from, -1 none
+	lastDrop    int64 // the latest drop of the call's stream
 	replayFrom  int64 // drop a pending resume answers, for replay latency
 }
 
@@ -755,6 +756,7 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 	if k.kind != connStandalone {
 		e.t.Drops++
 		c.call.dropped = true
+		c.call.lastDrop = e.now
 		if c.call.dropAt < 0 {
 			c.call.dropAt = e.now
 		}
@@ -807,9 +809,10 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 	}
 	e.storeOp(1)
 	lat := int64(e.d.Store.ReplayLatency(e.events, int(n)))
-	if !c.call.resumeLat && c.call.dropAt >= 0 {
+	if c.call.dropped {
+		// Replay latency runs from the drop of this stream, the one resumed.
 		c.call.resumeLat = true
-		c.call.replayFrom = c.call.dropAt
+		c.call.replayFrom = c.call.lastDrop
 	}
 	e.connect(c, id, connResume, ai, p, e.now+lat, cursor)
 	return 200, false
