@@ -208,3 +208,25 @@ func FuzzLoadScenario(f *testing.F) {
 		}
 	})
 }
+
+// The README's key table documents every key the loader accepts.
+func TestReadmeDocumentsEveryKey(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range validKeys([]string{"scenario", "x"}, false) {
+		if k == "workload" || k == "client" || k == "store" || k == "replica" {
+			for _, sub := range validKeys([]string{"scenario", "x", k}, false) {
+				if !strings.Contains(string(readme), "`"+k+"."+sub+"`") {
+					t.Errorf("README does not document `%s.%s`", k, sub)
+				}
+			}
+			continue
+		}
+		if !strings.Contains(string(readme), "`"+k+"`") {
+			t.Errorf("README does not document `%s`", k)
+		}
+	}
+}
