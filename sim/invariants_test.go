@@ -3,7 +3,9 @@ package sim
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -100,5 +102,32 @@ func TestRunCancelled(t *testing.T) {
 	cancel()
 	if out, err := Run(ctx, load(t, "steady"), nil); err == nil || out != nil {
 		t.Fatalf("Run on a cancelled context = %v, %v; want nil and an error", out, err)
+	}
+}
+
+// Designs run in parallel give the same report as designs run one by one,
+// with the progress callback called from every goroutine. Run under -race.
+func TestRunParallel(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "deploy-restart", "workload.clients=300")
+	var mu sync.Mutex
+	var done time.Duration
+	par, err := Run(context.Background(), sc, &Options{Parallel: len(sc.Designs), Progress: func(d time.Duration) {
+		mu.Lock()
+		done += d
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := Run(context.Background(), sc, &Options{Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(seq.Report, par.Report); diff != "" {
+		t.Errorf("parallel run differs (-sequential +parallel):\n%s", diff)
+	}
+	if want := Horizon(sc) * time.Duration(len(sc.Designs)); done != want {
+		t.Errorf("progress reported %v, want %v", done, want)
 	}
 }
