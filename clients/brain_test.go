@@ -1,0 +1,193 @@
+package clients
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func brain(t *testing.T, profile string) *Brain {
+	t.Helper()
+	cfg, err := Profile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(&cfg, rand.New(rand.NewPCG(1, 2)))
+}
+
+// open drives a brain through initialize to an open call stream.
+func open(t *testing.T, b *Brain) {
+	t.Helper()
+	steps := []struct {
+		in   Input
+		want Req
+	}{
+		{Input{Kind: InStartCall}, ReqInitialize},
+		{Input{Kind: InResponse, Status: 200, Session: true}, ReqInitialized},
+		{Input{Kind: InResponse, Status: 202}, ReqCall},
+	}
+	for _, s := range steps {
+		if a := b.Step(s.in); a.Kind != ActSend || a.Req != s.want {
+			t.Fatalf("after %+v: got %+v, want send %v", s.in, a, s.want)
+		}
+	}
+	if a := b.Step(Input{Kind: InResponse, Status: 200}); a.Kind != ActAwait {
+		t.Fatalf("call 200: %+v", a)
+	}
+}
+
+// Each profile reacts to a 404 on resume as DOMAIN.md §3 says.
+func TestOn404(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		profile     string
+		wantKind    ActionKind
+		wantReq     Req
+		keepSession bool
+	}{
+		{"compliant", ActSend, ReqInitialize, false}, // re-initialises, then re-issues
+		{"go-sdk", ActEndCall, 0, false},             // ErrSessionMissing: the connection fails for good
+		{"ts-sdk", ActEndCall, 0, true},              // throws, keeps the stale id
+		{"python-sdk", ActEndCall, 0, true},          // local error, no re-initialise
+		{"stuck", ActAwait, 0, true},                 // "SSE unsupported": hangs until the call timeout
+	}
+	for _, c := range cases {
+		t.Run(c.profile, func(t *testing.T) {
+			t.Parallel()
+			b := brain(t, c.profile)
+			open(t, b)
+			a := b.Step(Input{Kind: InStreamEnd, Cursor: 5, HasID: true})
+			if a.Kind == ActWait {
+				a = b.Step(Input{Kind: InTimer})
+			}
+			if a.Kind != ActSend || a.Req != ReqResume || a.Cursor != 5 || !a.Reconnect {
+				t.Fatalf("after a drop with an id: %+v, want a resume from 5", a)
+			}
+			a = b.Step(Input{Kind: InResponse, Status: 404})
+			if a.Kind != c.wantKind || (c.wantKind == ActSend && a.Req != c.wantReq) {
+				t.Fatalf("on 404: %+v, want kind %v req %v", a, c.wantKind, c.wantReq)
+			}
+			if b.HasSession() != c.keepSession {
+				t.Errorf("holds a session after 404: %v, want %v", b.HasSession(), c.keepSession)
+			}
+			if c.profile == "compliant" {
+				b.Step(Input{Kind: InResponse, Status: 200, Session: true})
+				if a := b.Step(Input{Kind: InResponse, Status: 202}); a.Req != ReqCall || !a.Reissue {
+					t.Errorf("after re-initialising: %+v, want a re-issued call", a)
+				}
+			}
+		})
+	}
+}
+
+// A drop before any event id: go-sdk waits for its timeout, compliant opens
+// the standalone GET, and with no session re-issues.
+func TestDropWithoutID(t *testing.T) {
+	t.Parallel()
+	b := brain(t, "go-sdk")
+	open(t, b)
+	if a := b.Step(Input{Kind: InStreamEnd, Cursor: -1}); a.Kind != ActAwait {
+		t.Errorf("go-sdk: %+v, want to wait for the timeout", a)
+	}
+	if a := b.Step(Input{Kind: InCallTimeout}); a.Kind != ActEndCall || a.Outcome != Failed || a.Cause != CauseAbandoned {
+		t.Errorf("go-sdk timeout: %+v", a)
+	}
+	c := brain(t, "compliant")
+	open(t, c)
+	a := c.Step(Input{Kind: InStreamEnd, Cursor: -1})
+	if a.Kind == ActWait {
+		a = c.Step(Input{Kind: InTimer})
+	}
+	if a.Req != ReqStandalone {
+		t.Errorf("compliant with a session: %+v, want the standalone GET", a)
+	}
+	s := brain(t, "compliant")
+	s.Step(Input{Kind: InStartCall})
+	s.Step(Input{Kind: InResponse, Status: 200, Session: false})
+	s.Step(Input{Kind: InResponse, Status: 202})
+	s.Step(Input{Kind: InResponse, Status: 200})
+	a = s.Step(Input{Kind: InStreamEnd, Cursor: -1})
+	if a.Kind == ActWait {
+		a = s.Step(Input{Kind: InTimer})
+	}
+	if a.Req != ReqCall || !a.Reissue {
+		t.Errorf("compliant without a session: %+v, want a re-issue", a)
+	}
+}
+
+// The retry budget ends the call; progress resets it when the profile says so.
+func TestRetryBudget(t *testing.T) {
+	t.Parallel()
+	b := brain(t, "ts-sdk") // 2 retries, no reset on progress
+	open(t, b)
+	for i := 0; i < 2; i++ {
+		a := b.Step(Input{Kind: InStreamEnd, Cursor: 1 + i, HasID: true})
+		if a.Kind != ActWait {
+			t.Fatalf("retry %d: %+v", i, a)
+		}
+		b.Step(Input{Kind: InTimer})
+		b.Step(Input{Kind: InResponse, Status: 200})
+	}
+	if a := b.Step(Input{Kind: InStreamEnd, Cursor: 9, HasID: true}); a.Kind != ActEndCall || a.Outcome != Failed {
+		t.Errorf("third drop: %+v, want the call to fail", a)
+	}
+	g := brain(t, "go-sdk") // 5 retries, resets on progress
+	open(t, g)
+	for i := 0; i < 20; i++ {
+		if a := g.Step(Input{Kind: InStreamEnd, Cursor: 1 + i, HasID: true}); a.Kind != ActWait {
+			t.Fatalf("drop %d with progress: %+v, want another retry", i, a)
+		}
+		g.Step(Input{Kind: InTimer})
+		g.Step(Input{Kind: InResponse, Status: 200})
+	}
+}
+
+// A server retry hint replaces the delay, unjittered.
+func TestRetryHint(t *testing.T) {
+	t.Parallel()
+	b := brain(t, "go-sdk")
+	open(t, b)
+	if a := b.Step(Input{Kind: InStreamEnd, Cursor: 3, HasID: true, RetryHint: 1234 * time.Millisecond}); a.Kind != ActWait || a.Delay != 1234*time.Millisecond {
+		t.Errorf("%+v, want a wait of exactly the hint", a)
+	}
+}
+
+// Delay follows each strategy and jitter's formula.
+func TestDelay(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	base := Config{Base: time.Second, Factor: 2, Cap: 10 * time.Second}
+	cases := []struct {
+		strategy, jitter string
+		n                int
+		lo, hi           time.Duration
+	}{
+		{StrategyNone, JitterNone, 3, 0, 0},                                    // immediate
+		{StrategyConstant, JitterNone, 5, time.Second, time.Second},            // always base
+		{StrategyExponential, JitterNone, 2, 4 * time.Second, 4 * time.Second}, // base·factor^n
+		{StrategyExponential, JitterNone, 9, 10 * time.Second, 10 * time.Second},
+		{StrategyExponential, JitterFull, 2, 0, 4 * time.Second},
+		{StrategyExponential, JitterEqual, 2, 2 * time.Second, 4 * time.Second},
+		{StrategyExponential, JitterAdditive, 2, 4 * time.Second, 8 * time.Second},
+		{StrategyDecorrelated, JitterNone, 0, time.Second, 3 * time.Second},
+	}
+	for _, c := range cases {
+		cfg := base
+		cfg.Strategy, cfg.Jitter = c.strategy, c.jitter
+		for i := 0; i < 200; i++ {
+			if d := Delay(&cfg, c.n, 0, rng); d < c.lo || d > c.hi {
+				t.Fatalf("%s/%s n=%d: %v not in [%v, %v]", c.strategy, c.jitter, c.n, d, c.lo, c.hi)
+			}
+		}
+	}
+}
+
+func TestProfilesValid(t *testing.T) {
+	t.Parallel()
+	for _, n := range ProfileNames() {
+		c, _ := Profile(n)
+		if errs := c.Validate(); len(errs) > 0 {
+			t.Errorf("profile %s: %v", n, errs)
+		}
+	}
+}

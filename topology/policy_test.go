@@ -1,0 +1,100 @@
+package topology
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+type view struct {
+	up    []bool
+	conns []int
+}
+
+func (v view) Replicas() int     { return len(v.up) }
+func (v view) InPool(i int) bool { return v.up[i] }
+func (v view) Conns(i int) int   { return v.conns[i] }
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 1))
+	v := view{up: []bool{true, false, true}, conns: []int{5, 0, 2}}
+	cases := []struct {
+		name string
+		req  Request
+		want []int // acceptable picks over repeated calls, in order when deterministic
+	}{
+		{"round-robin", Request{}, []int{0, 2, 0, 2}},                                    // skips the slot out of the pool
+		{"least-connections", Request{}, []int{2, 2}},                                    // fewest open streams
+		{"hash", Request{HasSession: true, Session: 7}, []int{probe(7, v), probe(7, v)}}, // stable per session
+	}
+	for _, c := range cases {
+		p, err := NewPolicy(c.name, &Options{Rand: rng})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range c.want {
+			if got := p.Pick(c.req, v); got != w {
+				t.Errorf("%s pick %d = %d, want %d", c.name, i, got, w)
+			}
+		}
+	}
+	r, _ := NewPolicy("random", &Options{Rand: rng})
+	for i := 0; i < 100; i++ {
+		if s := r.Pick(Request{}, v); s == 1 || s < 0 {
+			t.Fatalf("random picked %d, out of the pool", s)
+		}
+	}
+	none := view{up: []bool{false, false}, conns: []int{0, 0}}
+	for _, n := range PolicyNames() {
+		p, _ := NewPolicy(n, &Options{Rand: rng})
+		if s := p.Pick(Request{HasSession: true, Session: 3}, none); s != -1 {
+			t.Errorf("%s with no replica up picked %d, want -1", n, s)
+		}
+	}
+}
+
+func probe(key uint64, v view) int {
+	h := HashSlot(key, v.Replicas())
+	for i := 0; i < v.Replicas(); i++ {
+		if s := (h + i) % v.Replicas(); v.up[s] {
+			return s
+		}
+	}
+	return -1
+}
+
+// Sticky keeps a session on the replica that minted it, and re-pins when
+// that replica leaves the pool.
+func TestSticky(t *testing.T) {
+	t.Parallel()
+	p, _ := NewPolicy("sticky", nil)
+	v := view{up: []bool{true, true, true}, conns: []int{0, 0, 0}}
+	p.Bind(42, 1)
+	for i := 0; i < 5; i++ {
+		if s := p.Pick(Request{HasSession: true, Session: 42}, v); s != 1 {
+			t.Fatalf("pick = %d, want the pinned 1", s)
+		}
+	}
+	v.up[1] = false
+	s := p.Pick(Request{HasSession: true, Session: 42}, v)
+	if s == 1 || s < 0 {
+		t.Fatalf("re-pin picked %d", s)
+	}
+	v.up[1] = true
+	if again := p.Pick(Request{HasSession: true, Session: 42}, v); again != s {
+		t.Errorf("after re-pinning to %d the session went to %d", s, again)
+	}
+}
+
+// Minted ids hash back to their minter under hash routing.
+func TestMintHashesHome(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 3))
+	for n := 1; n <= 5; n++ {
+		for slot := 0; slot < n; slot++ {
+			if k := MintSession(rng, slot, n, true); HashSlot(k, n) != slot {
+				t.Fatalf("minted %d for slot %d of %d hashes to %d", k, slot, n, HashSlot(k, n))
+			}
+		}
+	}
+}
