@@ -47,7 +47,11 @@ type Env struct {
 
 var commands []command
 
-func register(c command) { commands = append(commands, c) }
+// register adds a command at init time, keeping the list sorted by name.
+func register(c command) {
+	commands = append(commands, c)
+	sort.Slice(commands, func(i, j int) bool { return commands[i].name < commands[j].name })
+}
 
 // Main runs the stormsim command line and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -58,7 +62,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, env *Env, args []string) int {
-	sort.Slice(commands, func(i, j int) bool { return commands[i].name < commands[j].name })
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			args = []string{args[1], "--help"}
