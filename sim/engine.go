@@ -40,6 +40,8 @@ type call struct {
 	maxProduced int32 // highest index any finished attempt produced
 	unprodMark  int32 // (unprodMark, e] were counted unproduced; e when none
 	attempt     int32 // the current attempt, -1 none
+	armed       bool  // the call timeout is queued
+	start       int64 // when the call started
 	dropAt      int64 // first drop not yet recovered from, -1 none
 	lastDrop    int64 // the latest drop of the call's stream
 	replayFrom  int64 // drop a pending resume answers, for replay latency
@@ -101,7 +103,10 @@ type attempt struct {
 	dead     bool
 	stored   bool // has a stream in an event store
 	gone     bool // its stream was deleted or lost
-	isCur    bool // it is its call's current attempt
+	isCur    bool  // it is its call's current attempt
+	runIdx   int32 // index in its process's running list
+	fixedN   int32 // Redis: events it holds, once ended
+	memIdx   int32 // index in its process's memory store, -1 none
 }
 
 type proc struct {
@@ -109,8 +114,12 @@ type proc struct {
 	state   uint8
 	running []int32 // attempts
 	conns   []int32 // clients with a connection here
-	streams []int32 // attempts with a stream in this process's memory store
 	purgeK  int64
+	mem     memStreams // the streams in this process's memory store
+	// Starts and lengths of the running attempts, parallel to running, so
+	// the per-step store sums scan two small arrays instead of attempts.
+	runStart []int64
+	runE     []int32
 	exitTok uint32
 }
 
@@ -133,7 +142,12 @@ type engine struct {
 	attempts []attempt
 	procs    []proc
 	slots    []int32 // serving process per slot, -1 none
-	redis    []int32 // attempts with a stream in Redis
+	// Redis: the events held by ended streams, and those streams in the
+	// order they ended (= the order they expire).
+	redisFixed int64
+	redisEnded []int32
+	redisHead  int
+	scratch    []int64
 	steps    []faults.Step
 	arrivals []int64
 
@@ -185,6 +199,8 @@ type HardStop struct {
 type Stats struct {
 	QueueEvents      int64 // events popped from the queue
 	ArithmeticEvents int64 // stream events counted without queueing them
+	PendingSum       int64 // sum over pops of the queue length, for the mean
+	Busy             time.Duration // time spent in the engine's loop
 }
 
 func (e *engine) view() topology.View { return engineView{e} }
@@ -259,8 +275,15 @@ func (e *engine) run() {
 		e.slots[i] = e.newProc(int32(i))
 	}
 	e.clients = make([]client, len(e.arrivals))
-	for i, at := range e.arrivals {
-		e.schedule(at, evArrive, int32(i), 0)
+	// Room for the attempts and the queue a run of this size will need, so
+	// the hot loop does not spend its time growing slices.
+	w := &sc.Workload
+	meanCall := float64(w.EventsMin+w.EventsMax) / 2 / w.EventRate
+	perClient := sc.Duration.Seconds()/(meanCall+w.Think.Seconds()+1) + 1
+	e.attempts = make([]attempt, 0, int(float64(len(e.arrivals))*perClient*1.2)+16)
+	e.q.h = make([]event, 0, 3*len(e.arrivals)+n+16)
+	if len(e.arrivals) > 0 {
+		e.schedule(e.arrivals[0], evArrive, 0, 0) // each arrival queues the next
 	}
 	for i, s := range e.steps {
 		if int64(s.At) <= e.horizon {
@@ -281,6 +304,7 @@ func (e *engine) run() {
 		}
 		e.now = ev.at
 		e.stats.QueueEvents++
+		e.stats.PendingSum += int64(e.q.Len())
 		e.dispatch(ev)
 		if e.stats.QueueEvents&0xffff == 0 {
 			if e.ctx != nil && e.ctx.Err() != nil {
@@ -302,6 +326,9 @@ func (e *engine) run() {
 func (e *engine) dispatch(ev event) {
 	switch ev.kind {
 	case evArrive:
+		if next := ev.id + 1; int(next) < len(e.arrivals) {
+			e.schedule(e.arrivals[next], evArrive, next, 0)
+		}
 		c := &e.clients[ev.id]
 		e.initClient(ev.id)
 		e.startCall(ev.id, c)
@@ -415,7 +442,13 @@ func (e *engine) startCall(id int32, c *client) {
 	e.t.Calls++
 	e.t.EventsExpected += int64(n)
 	c.ctok++
-	e.schedule(e.now+int64(e.d.Client.CallTimeout), evCallTimeout, id, c.ctok)
+	c.call.start = e.now
+	// A call that streams without trouble ends long before its timeout, so
+	// the timeout is queued only when something goes wrong (armTimeout), or
+	// now when the call could not finish in time anyway.
+	if int64(n)*e.iv+8*int64(e.sc.RTT) >= int64(e.d.Client.CallTimeout) {
+		e.armTimeout(id, c)
+	}
 	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InStartCall}))
 }
 
@@ -471,6 +504,9 @@ func (e *engine) send(id int32, c *client, a clients.Action) {
 func (e *engine) respond(id int32, c *client) {
 	carried, key := c.req != clients.ReqInitialize && c.brain.HasSession(), c.sess
 	in := e.serve(id, c)
+	if in.Status >= 300 {
+		e.armTimeout(id, c)
+	}
 	switch in.Status {
 	case 404:
 		e.t.HTTP404++
@@ -594,10 +630,24 @@ func (e *engine) serve(id int32, c *client) clients.Input {
 
 // dropSessionStreams deletes the streams of the client's current session.
 func (e *engine) dropSessionStreams(c *client) {
-	for _, a := range c.streams {
-		e.attempts[a].gone = true
+	for _, ai := range c.streams {
+		e.dropStream(ai)
 	}
 	c.streams = c.streams[:0]
+}
+
+// dropStream deletes one stream from its store.
+func (e *engine) dropStream(ai int32) {
+	a := &e.attempts[ai]
+	if a.gone {
+		return
+	}
+	a.gone = true
+	e.redisFixed -= int64(a.fixedN)
+	a.fixedN = 0
+	if a.memIdx >= 0 {
+		e.procs[a.proc].mem.remove(a.memIdx, e.attempts)
+	}
 }
 
 func (e *engine) startAttempt(id int32, c *client, p int32) {
@@ -617,16 +667,18 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 	ai := int32(len(e.attempts))
 	pr := &e.procs[p]
 	if a.stored {
-		if e.events == topology.EventsMemory {
-			a.k0 = pr.purgeK
-			pr.streams = append(pr.streams, ai)
-		} else {
-			e.redis = append(e.redis, ai)
-		}
 		c.streams = append(c.streams, ai)
 	}
+	a.memIdx = -1
+	if a.stored && e.events == topology.EventsMemory {
+		a.k0 = pr.purgeK
+		a.memIdx = pr.mem.add(ai, a.start, a.e, a.k0)
+	}
 	e.attempts = append(e.attempts, a)
+	e.attempts[ai].runIdx = int32(len(pr.running))
 	pr.running = append(pr.running, ai)
+	pr.runStart = append(pr.runStart, a.start)
+	pr.runE = append(pr.runE, a.e)
 	cl.attempt = ai
 	e.schedule(a.start+int64(a.e)*a.iv, evAttemptDone, ai, 0)
 	e.connect(c, id, connCall, ai, p, e.now, 0)
@@ -652,6 +704,13 @@ func (e *engine) scheduleDrop(id int32, c *client) {
 	}
 	for c.nextDrop <= e.now {
 		c.nextDrop += e.expDraw(&c.drops, int64(e.sc.Workload.DropEvery))
+	}
+	// A drop instant after the attempt's last event cannot touch this
+	// stream; the next connection will look again.
+	if k := c.conn; k.attempt >= 0 {
+		if a := &e.attempts[k.attempt]; !a.ended && c.nextDrop > a.start+int64(a.e)*a.iv {
+			return
+		}
 	}
 	if c.dropSched != c.nextDrop {
 		c.dropSched = c.nextDrop
@@ -757,6 +816,7 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 		e.t.Drops++
 		c.call.dropped = true
 		c.call.lastDrop = e.now
+		e.armTimeout(id, c)
 		if c.call.dropAt < 0 {
 			c.call.dropAt = e.now
 		}
@@ -884,14 +944,20 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	a.endN = e.produced(a, e.now)
 	a.ended, a.dead, a.end = true, dead, e.now
 	pr := &e.procs[a.proc]
-	for i, r := range pr.running {
-		if r == ai {
-			pr.running[i] = pr.running[len(pr.running)-1]
-			pr.running = pr.running[:len(pr.running)-1]
-			break
-		}
+	n := len(pr.running) - 1
+	last := pr.running[n]
+	pr.running[a.runIdx], pr.runStart[a.runIdx], pr.runE[a.runIdx] = last, pr.runStart[n], pr.runE[n]
+	e.attempts[last].runIdx = a.runIdx
+	pr.running, pr.runStart, pr.runE = pr.running[:n], pr.runStart[:n], pr.runE[:n]
+	if a.memIdx >= 0 {
+		pr.mem.endN[a.memIdx] = a.endN
 	}
 	e.appendOps(a)
+	if a.stored && !a.gone && e.events == topology.EventsRedis {
+		a.fixedN = a.endN - e.storedLo(a, a.endN) + 1
+		e.redisFixed += int64(a.fixedN)
+		e.redisEnded = append(e.redisEnded, ai)
+	}
 	c := &e.clients[a.client]
 	// The follower gets what was produced before the end.
 	if a.follower >= 0 {
@@ -1082,10 +1148,11 @@ func (e *engine) exitProc(p int32, graceful bool) {
 		pr = &e.procs[p]
 	}
 	if e.events == topology.EventsMemory {
-		for _, ai := range pr.streams {
+		for _, ai := range pr.mem.ai {
 			e.attempts[ai].gone = true
+			e.attempts[ai].memIdx = -1
 		}
-		pr.streams = nil
+		pr.mem = memStreams{}
 	}
 }
 
@@ -1172,18 +1239,38 @@ func (e *engine) sample(i int) {
 			}
 		}
 	case topology.EventsRedis:
-		keep := e.redis[:0]
-		for _, ai := range e.redis {
-			a := &e.attempts[ai]
-			if a.gone || e.expired(a) {
-				a.gone = true
-				continue
+		// Ended streams are summed incrementally and leave the sum when
+		// they expire, in the order they ended; running ones are counted.
+		if ttl := int64(e.d.Store.RedisTTL); ttl > 0 {
+			for e.redisHead < len(e.redisEnded) {
+				a := &e.attempts[e.redisEnded[e.redisHead]]
+				if a.end+ttl > e.now {
+					break
+				}
+				e.redisFixed -= int64(a.fixedN)
+				a.fixedN, a.gone = 0, true
+				e.redisHead++
 			}
-			keep = append(keep, ai)
-			hi := e.produced(a, e.now)
-			bytes += int64(hi-e.storedLo(a, hi)+1) * e.evBytes
+			if e.redisHead > 4096 && e.redisHead*2 > len(e.redisEnded) {
+				e.redisEnded = append(e.redisEnded[:0], e.redisEnded[e.redisHead:]...)
+				e.redisHead = 0
+			}
 		}
-		e.redis = keep
+		n := e.redisFixed
+		first := e.first()
+		maxlen := int64(e.d.Store.RedisMaxLen)
+		for p := range e.procs {
+			pr := &e.procs[p]
+			for i, st := range pr.runStart {
+				hi := min((e.now-st)/e.iv, int64(pr.runE[i]))
+				c := hi - int64(first) + 1
+				if maxlen > 0 && c > maxlen {
+					c = maxlen
+				}
+				n += c
+			}
+		}
+		bytes = n * e.evBytes
 	}
 	e.series.StoreBytes[i] = bytes
 }
@@ -1193,22 +1280,28 @@ func (e *engine) sample(i int) {
 // held afterwards.
 func (e *engine) memorySettle(p int32) int64 {
 	pr := &e.procs[p]
-	keep := pr.streams[:0]
+	m := &pr.mem
+	first := int64(e.first())
+	rems := e.scratch[:0]
 	var total, maxRem int64
-	rems := make([]int64, 0, len(pr.streams))
-	for _, ai := range pr.streams {
-		a := &e.attempts[ai]
-		if a.gone {
+	for i := 0; i < len(m.ai); {
+		hi := int64(m.endN[i])
+		if hi < 0 {
+			hi = min((e.now-m.start[i])/e.iv, int64(m.e[i]))
+		}
+		count := hi - first + 1
+		rem := count - min(max(pr.purgeK-m.k0[i], 0), count)
+		if rem <= 0 && m.endN[i] >= 0 {
+			// Purged to nothing and never growing again: forget it.
+			m.remove(int32(i), e.attempts)
 			continue
 		}
-		keep = append(keep, ai)
-		hi := e.produced(a, e.now)
-		rem := int64(hi - e.storedLo(a, hi) + 1)
 		rems = append(rems, rem)
 		total += rem
 		maxRem = max(maxRem, rem)
+		i++
 	}
-	pr.streams = keep
+	e.scratch = rems
 	capEv := int64(math.MaxInt64)
 	if c := e.d.Store.MemoryCapBytes; c > 0 {
 		capEv = c / e.evBytes
@@ -1225,15 +1318,49 @@ func (e *engine) memorySettle(p int32) int64 {
 	}
 	lo, hi := int64(0), maxRem
 	for lo < hi {
-		m := (lo + hi) / 2
-		if after(m) <= capEv {
-			hi = m
+		mid := (lo + hi) / 2
+		if after(mid) <= capEv {
+			hi = mid
 		} else {
-			lo = m + 1
+			lo = mid + 1
 		}
 	}
 	pr.purgeK += lo
 	return after(lo) * e.evBytes
+}
+
+// first is the index of a stream's first stored event: 0, the priming
+// event, when there is one.
+func (e *engine) first() int32 {
+	if e.priming {
+		return 0
+	}
+	return 1
+}
+
+// memStreams holds a process's in-memory streams as parallel arrays.
+type memStreams struct {
+	ai    []int32
+	start []int64
+	k0    []int64
+	e     []int32
+	endN  []int32 // -1 while the attempt runs
+}
+
+func (m *memStreams) add(ai int32, start int64, e int32, k0 int64) int32 {
+	m.ai, m.start, m.k0, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.k0, k0), append(m.e, e), append(m.endN, -1)
+	return int32(len(m.ai) - 1)
+}
+
+// remove swaps stream i out, fixing the index of the one moved into its place.
+func (m *memStreams) remove(i int32, attempts []attempt) {
+	n := len(m.ai) - 1
+	attempts[m.ai[i]].memIdx = -1
+	if int(i) != n {
+		m.ai[i], m.start[i], m.k0[i], m.e[i], m.endN[i] = m.ai[n], m.start[n], m.k0[n], m.e[n], m.endN[n]
+		attempts[m.ai[i]].memIdx = i
+	}
+	m.ai, m.start, m.k0, m.e, m.endN = m.ai[:n], m.start[:n], m.k0[:n], m.e[:n], m.endN[:n]
 }
 
 // finish closes the run at the horizon: what is still open is pending.
@@ -1276,5 +1403,13 @@ func (e *engine) finish() {
 	for i := range e.series.StoreBytes {
 		e.t.StorePeakBytes = max(e.t.StorePeakBytes, e.series.StoreBytes[i])
 		e.t.StorePeakOpsPerS = max(e.t.StorePeakOpsPerS, float64(e.series.StoreOps[i])/e.series.StepS)
+	}
+}
+
+// armTimeout queues the call's timeout, once.
+func (e *engine) armTimeout(id int32, c *client) {
+	if c.call.active && !c.call.armed {
+		c.call.armed = true
+		e.schedule(c.call.start+int64(e.d.Client.CallTimeout), evCallTimeout, id, c.ctok)
 	}
 }

@@ -17,11 +17,11 @@ const (
 	evSample                    // a series boundary (id = step number)
 )
 
-// event is one scheduled state change. Events are plain values in a slice,
-// so the queue allocates nothing per event.
+// event is one scheduled state change. Events are plain 24-byte values in a
+// slice, so the queue allocates nothing per event.
 type event struct {
 	at   int64 // virtual time, ns
-	seq  uint64
+	seq  uint32
 	id   int32
 	tok  uint32
 	kind evKind
@@ -32,11 +32,12 @@ func (a *event) less(b *event) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-// queue is a binary min-heap of events ordered by (at, seq). seq is the
-// insertion order, so ties break the same way on every run.
+// queue is a 4-ary min-heap of events ordered by (at, seq): half the depth
+// of a binary heap, and a node's children share a cache line or two. seq is
+// the insertion order, so ties break the same way on every run.
 type queue struct {
 	h   []event
-	seq uint64
+	seq uint32
 }
 
 func (q *queue) Len() int { return len(q.h) }
@@ -48,7 +49,7 @@ func (q *queue) push(e event) {
 	h := q.h
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !h[i].less(&h[p]) {
 			break
 		}
@@ -61,24 +62,31 @@ func (q *queue) pop() event {
 	h := q.h
 	top := h[0]
 	n := len(h) - 1
-	h[0] = h[n]
+	last := h[n]
 	q.h = h[:n]
 	h = q.h
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := 4*i + 1
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h[r].less(&h[l]) {
-			m = r
+		m := c
+		end := min(c+4, n)
+		for j := c + 1; j < end; j++ {
+			if h[j].less(&h[m]) {
+				m = j
+			}
 		}
-		if !h[m].less(&h[i]) {
+		if !h[m].less(&last) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
+	h[i] = last
 	return top
 }

@@ -120,7 +120,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	engines := make([]*engine, len(designs))
 	par := opts.Parallel
 	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+		par = parallelism()
 	}
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
@@ -143,7 +143,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				mu.Unlock()
 				return
 			}
+			start := time.Now() // for the benchmark's cost per event only
 			e.run()
+			e.stats.Busy = time.Since(start)
 			engines[i] = e
 		}()
 	}
@@ -236,3 +238,6 @@ func containsDesign(ds []scenario.Design, n string) bool {
 	}
 	return false
 }
+
+// parallelism is how many designs run at once by default.
+func parallelism() int { return runtime.GOMAXPROCS(0) }
