@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/sim"
@@ -35,13 +36,15 @@ type runFlags struct {
 	quiet    bool
 	parallel int
 	engine   string
+	noCharts bool
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
 	var f runFlags
 	fs := newFlags(env, "run", "SCENARIO [flags]",
 		"Run SCENARIO from the scenarios file with every design it lists, print the table of designs,\n"+
-			"and write report.json, summary.md and series.csv to OUT/<scenario>/<UTC time>-seed<N>/\n"+
+			"and write report.json, summary.md, series.csv, the charts (PNG and SVG) and report.html\n"+
+			"to OUT/<scenario>/<UTC time>-seed<N>/ "+
 			"(OUT/<scenario>/latest points at the newest run).")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&f.designs, "designs", "", "run only these designs, comma-separated (`a,b`)")
@@ -51,6 +54,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.IntVar(&f.parallel, "parallel", 0, "designs simulated at once (0 = one per core)")
 	fs.StringVar(&f.engine, "engine", "sim", "engine: sim")
+	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -119,6 +123,15 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if !f.noCharts {
+		charts, err := plots.Render(out.Report)
+		if err != nil {
+			return err
+		}
+		for name, data := range charts {
+			files[name] = data
+		}
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -131,6 +144,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(dir, "report.json"))
+		if !f.noCharts {
+			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(dir, plots.PageName))
+		}
 	}
 	return nil
 }
