@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,10 +49,29 @@ func TestMakeSimDeployRestart(t *testing.T) {
 	if r.Scenario != "deploy-restart" || len(r.Designs) != 6 || r.Engine != "sim" {
 		t.Errorf("report: scenario %s, %d designs, engine %s", r.Scenario, len(r.Designs), r.Engine)
 	}
-	for _, f := range []string{"report.json", "summary.md", "series.csv"} {
+	for _, f := range []string{"report.json", "summary.md", "series.csv", "report.html"} {
 		if st, err := os.Stat(filepath.Join(latest, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s missing or empty: %v", f, err)
 		}
+	}
+	// Issue 4, acceptance 1: all six charts as PNG and SVG, each PNG 1200×700.
+	for _, c := range []string{"replay-latency", "lost-events", "rate-404", "reconnect-storm", "designs", "store"} {
+		if st, err := os.Stat(filepath.Join(latest, c+".svg")); err != nil || st.Size() == 0 {
+			t.Errorf("%s.svg missing or empty: %v", c, err)
+		}
+		f, err := os.Open(filepath.Join(latest, c+".png"))
+		if err != nil {
+			t.Errorf("%s.png: %v", c, err)
+			continue
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width != 1200 || cfg.Height != 700 {
+			t.Errorf("%s.png: %dx%d, %v; want 1200x700", c, cfg.Width, cfg.Height, err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "charts: ") || !strings.Contains(stdout.String(), "report.html") {
+		t.Errorf("stdout does not give the path of report.html")
 	}
 }
 
