@@ -42,6 +42,7 @@ type Input struct {
 	Status  int  // HTTP status
 	Session bool // initialize: the response carried Mcp-Session-Id
 	Purged  bool // 400 because the events after the cursor were evicted
+	// RetryHint is also the Retry-After of a 503.
 
 	// InStreamEnd.
 	Result    bool          // the call's result arrived
@@ -239,9 +240,10 @@ func (b *Brain) onError(c Cause) Action {
 	return b.fail(c)
 }
 
-// retryStatus handles 503 and 409: retried with backoff only by clients that
-// retry on any failure; the others fail the call.
-func (b *Brain) retryStatus(r Req) Action {
+// retryStatus handles 503 and 409: retried with backoff (or after the
+// server's Retry-After hint) only by clients that retry on any failure; the
+// others fail the call.
+func (b *Brain) retryStatus(r Req, hint time.Duration) Action {
 	if b.cfg.RetryOn != RetryOnAny {
 		if r == ReqInitialize || r == ReqInitialized {
 			b.session, b.initialized = false, false
@@ -254,6 +256,9 @@ func (b *Brain) retryStatus(r Req) Action {
 	b.retries++
 	b.next = b.send(r, true)
 	b.pending = ReqNone
+	if hint > 0 && b.cfg.HonorRetryHint {
+		return Action{Kind: ActWait, Delay: hint}
+	}
 	return Action{Kind: ActWait, Delay: b.backoff()}
 }
 
@@ -299,7 +304,7 @@ func (b *Brain) response(in Input) Action {
 			b.initialized, b.session = true, in.Session
 			return b.send(ReqInitialized, false)
 		}
-		return b.retryStatus(ReqInitialize)
+		return b.retryStatus(ReqInitialize, in.RetryHint)
 	case ReqInitialized:
 		switch {
 		case ok:
@@ -308,7 +313,7 @@ func (b *Brain) response(in Input) Action {
 			b.pending = r
 			return b.on404()
 		}
-		return b.retryStatus(ReqInitialized)
+		return b.retryStatus(ReqInitialized, in.RetryHint)
 	case ReqCall:
 		switch {
 		case ok:
@@ -317,7 +322,7 @@ func (b *Brain) response(in Input) Action {
 			b.pending = r
 			return b.on404()
 		case in.Status == 503:
-			return b.retryStatus(ReqCall)
+			return b.retryStatus(ReqCall, in.RetryHint)
 		}
 		return b.fail(CauseAbandoned)
 	case ReqResume, ReqStandalone:
@@ -337,7 +342,7 @@ func (b *Brain) response(in Input) Action {
 			}
 			return b.onError(c)
 		case in.Status == 409 || in.Status == 503:
-			return b.retryStatus(r)
+			return b.retryStatus(r, in.RetryHint)
 		}
 		return b.fail(CauseAbandoned)
 	case ReqDelete:

@@ -61,6 +61,10 @@ type Config struct {
 	OnError         string        `toml:"on_error" json:"on_error"`
 	NoID            string        `toml:"no_id" json:"no_id"`
 	CallTimeout     time.Duration `toml:"call_timeout" json:"call_timeout"`
+	// MaxConcurrentReconnects caps the reconnect requests in flight at once
+	// across every virtual client of a design, as a gateway hosting them
+	// all would. 0 = no cap.
+	MaxConcurrentReconnects int `toml:"max_concurrent_reconnects" json:"max_concurrent_reconnects"`
 }
 
 func init() {
@@ -134,6 +138,9 @@ func (c *Config) Validate() []error {
 	}
 	if c.MaxRetries < 0 {
 		bad("max_retries", "%d is negative", c.MaxRetries)
+	}
+	if c.MaxConcurrentReconnects < 0 {
+		bad("max_concurrent_reconnects", "%d is negative", c.MaxConcurrentReconnects)
 	}
 	if c.CallTimeout <= 0 {
 		bad("call_timeout", "%v must be positive", c.CallTimeout)

@@ -55,17 +55,39 @@ const (
 	// StepClientDrop drops Fraction of the clients that have an open stream;
 	// they stay away for Away.
 	StepClientDrop
+	// StepScale sets the number of replica slots to Replicas; slots removed
+	// stop gracefully or hard, slots added start fresh.
+	StepScale
+	// StepPartition makes a replica unreachable from the LB; StepHeal ends it.
+	StepPartition
+	StepHeal
+	// StepLatency adds Extra to every network round trip until the matching
+	// step with a negative Extra takes it away.
+	StepLatency
+	// StepStoreDown makes every store call fail after the store timeout;
+	// StepStoreUp ends it.
+	StepStoreDown
+	StepStoreUp
+	// StepStoreRestart restarts the store: it loses everything unless
+	// Persistent.
+	StepStoreRestart
+	// StepHealthDelay sets how long the LB takes to notice a dead or
+	// unreachable replica (Extra).
+	StepHealthDelay
 )
 
 // Step is one action on the timeline.
 type Step struct {
-	At       time.Duration
-	Kind     StepKind
-	Replica  int
-	Graceful bool
-	Fraction float64
-	Away     time.Duration
-	Fault    int // index of the fault in the scenario's schedule
+	At         time.Duration
+	Kind       StepKind
+	Replica    int
+	Graceful   bool
+	Fraction   float64
+	Away       time.Duration
+	Replicas   int
+	Extra      time.Duration
+	Persistent bool
+	Fault      int // index of the fault in the scenario's schedule
 }
 
 var registry = map[string]func() Fault{}
@@ -130,6 +152,12 @@ func (c *checks) at(at time.Duration, ctx Context) {
 func (c *checks) replica(r int, ctx Context) {
 	if r < 0 || r >= ctx.Replicas {
 		c.add("replica", "%d is not a replica (the scenario has %d: 0..%d)", r, ctx.Replicas, ctx.Replicas-1)
+	}
+}
+
+func (c *checks) positive(key string, d time.Duration) {
+	if d <= 0 {
+		c.add(key, "%v must be positive", d)
 	}
 }
 

@@ -190,7 +190,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 
 	// Scenario names in file order.
 	for _, k := range md.Keys() {
-		if len(k) == 2 && k[0] == "scenario" && !slices.Contains(f.names, k[1]) {
+		if len(k) >= 2 && k[0] == "scenario" && !slices.Contains(f.names, k[1]) {
 			f.names = append(f.names, k[1])
 		}
 	}
@@ -249,7 +249,16 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 		ld.unknownKeys(set.md.Keys(), "--set", "set")
 	}
 	if len(ld.errs) > 0 {
-		return nil, errors.Join(ld.errs...)
+		// A key inherited by every design fails once per design: say it once.
+		var uniq []error
+		seen := map[string]bool{}
+		for _, e := range ld.errs {
+			if !seen[e.Error()] {
+				seen[e.Error()] = true
+				uniq = append(uniq, e)
+			}
+		}
+		return nil, errors.Join(uniq...)
 	}
 	return f, nil
 }

@@ -81,32 +81,37 @@ type client struct {
 
 	req       clients.Req
 	reqCursor int32
-	reqLat    int64 // extra latency of the request in flight
+	admitProc int32         // the process a queued request waits on
+	stash     clients.Input // an answer on its way back
+	sessEpoch uint32        // the store epoch a shared session was written in
+	holdsSlot bool          // holds one of the reconnect slots
+	waitSlot  bool          // waits for one
 
 	call call
 	conn conn
 }
 
 type attempt struct {
-	client   int32
-	proc     int32
-	follower int32 // client following it live, -1 none
-	e        int32
-	endN     int32 // produced when it ended
-	prevMax  int32 // highest index earlier attempts had produced when it began
-	live     int32 // highest index delivered to a client from it
-	start    int64
-	iv       int64
-	end      int64
-	k0       int64 // memory purge round when its stream was created
-	ended    bool
-	dead     bool
-	stored   bool // has a stream in an event store
-	gone     bool // its stream was deleted or lost
-	isCur    bool  // it is its call's current attempt
-	runIdx   int32 // index in its process's running list
-	fixedN   int32 // Redis: events it holds, once ended
-	memIdx   int32 // index in its process's memory store, -1 none
+	client    int32
+	proc      int32
+	follower  int32 // client following it live, -1 none
+	e         int32
+	endN      int32 // produced when it ended
+	prevMax   int32 // highest index earlier attempts had produced when it began
+	live      int32 // highest index delivered to a client from it
+	start     int64
+	iv        int64
+	end       int64
+	k0        int64 // memory purge round when its stream was created
+	ended     bool
+	dead      bool
+	stored    bool  // has a stream in an event store
+	gone      bool  // its stream was deleted or lost
+	isCur     bool  // it is its call's current attempt
+	runIdx    int32 // index in its process's running list
+	fixedN    int32 // Redis: events it holds, once ended
+	memIdx    int32 // index in its process's memory store, -1 none
+	restartLo int32 // Redis: first index appended after a store restart
 }
 
 type proc struct {
@@ -116,11 +121,20 @@ type proc struct {
 	conns   []int32 // clients with a connection here
 	purgeK  int64
 	mem     memStreams // the streams in this process's memory store
+
+	freeAt      int64   // when the accept queue drains
+	tokens      float64 // connection-rate bucket
+	tokensAt    int64
+	admitWin    int64 // the admission window being counted
+	admitCount  int
+	promisedWin int64 // the next window rejected clients were sent to
+	promised    int
 	// Starts and lengths of the running attempts, parallel to running, so
 	// the per-step store sums scan two small arrays instead of attempts.
 	runStart []int64
 	runE     []int32
-	exitTok uint32
+	runLo    []int32 // first index still in Redis (after a store restart)
+	exitTok  uint32
 }
 
 // engine runs one design.
@@ -148,10 +162,25 @@ type engine struct {
 	redisEnded []int32
 	redisHead  int
 	scratch    []int64
-	steps    []faults.Step
-	arrivals []int64
+	steps      []faults.Step
+	arrivals   []int64
 
 	open int64 // open call and resume streams
+
+	// The LB's view of the slots, and faults in force.
+	lbOut       []bool // the LB routes no request to the slot
+	partitioned []bool // the slot is unreachable from the LB
+	healthDelay int64  // how long the LB takes to notice a dead or cut replica
+	extraRTT    int64
+	storeDown   bool
+	gaps        []gap  // windows in which appends to Redis failed
+	storeEpoch  uint32 // bumped when Redis restarts empty
+	storeFree   []int64
+	producing   int64 // running attempts appending to Redis
+
+	reconnCap      int
+	reconnInflight int
+	reconnWait     []int32
 
 	t      report.Totals
 	series report.Series
@@ -172,9 +201,9 @@ type Audit struct {
 	UnproducedRecovered int64
 	// UnproducedPending counts unproduced events of calls still pending.
 	UnproducedPending int64
-	// HardStops lists, per hard stop, the sessions alive on the process and
+	// Probes lists, per hard stop, the sessions alive on the process and
 	// the status of each one's first session request after it.
-	HardStops []HardStop
+	Probes []Probe
 
 	// Outcomes of the calls whose stream broke at least once.
 	DroppedCalls, DroppedReissued, DroppedFailed, DroppedPending, DroppedResumedOnly int64
@@ -184,8 +213,9 @@ type Audit struct {
 	ResumeStatus, StandaloneStatus map[int]int64
 }
 
-// HardStop records what the sessions of a hard-killed process saw next.
-type HardStop struct {
+// Probe records what the sessions of a hard-killed process saw next.
+type Probe struct {
+	Why      string // "stop" or "scale"
 	At       time.Duration
 	Sessions int   // local sessions alive on the process when it died
 	First    []int // status of each one's first session request afterwards
@@ -197,9 +227,9 @@ type HardStop struct {
 
 // Stats counts the engine's work, for benchmarks.
 type Stats struct {
-	QueueEvents      int64 // events popped from the queue
-	ArithmeticEvents int64 // stream events counted without queueing them
-	PendingSum       int64 // sum over pops of the queue length, for the mean
+	QueueEvents      int64         // events popped from the queue
+	ArithmeticEvents int64         // stream events counted without queueing them
+	PendingSum       int64         // sum over pops of the queue length, for the mean
 	Busy             time.Duration // time spent in the engine's loop
 }
 
@@ -207,11 +237,8 @@ func (e *engine) view() topology.View { return engineView{e} }
 
 type engineView struct{ e *engine }
 
-func (v engineView) Replicas() int { return len(v.e.slots) }
-func (v engineView) InPool(i int) bool {
-	p := v.e.slots[i]
-	return p >= 0 && v.e.procs[p].state == procUp
-}
+func (v engineView) Replicas() int     { return len(v.e.slots) }
+func (v engineView) InPool(i int) bool { return !v.e.lbOut[i] }
 func (v engineView) Conns(i int) int {
 	if p := v.e.slots[i]; p >= 0 {
 		return len(v.e.procs[p].conns)
@@ -271,9 +298,12 @@ func (e *engine) run() {
 		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
 	}
 	e.slots = make([]int32, sc.Replicas)
+	e.lbOut = make([]bool, sc.Replicas)
+	e.partitioned = make([]bool, sc.Replicas)
 	for i := range e.slots {
 		e.slots[i] = e.newProc(int32(i))
 	}
+	e.reconnCap = e.d.Client.MaxConcurrentReconnects
 	e.clients = make([]client, len(e.arrivals))
 	// Room for the attempts and the queue a run of this size will need, so
 	// the hot loop does not spend its time growing slices.
@@ -335,7 +365,21 @@ func (e *engine) dispatch(ev event) {
 	case evResponse:
 		c := &e.clients[ev.id]
 		if ev.tok == c.tok {
-			e.respond(ev.id, c)
+			switch ev.aux {
+			case atLB:
+				e.arrive(ev.id, c)
+			case atHandler:
+				e.handleQueued(ev.id, c)
+			case atClient:
+				e.answer(ev.id, c, c.stash)
+			}
+		}
+	case evLBNotice:
+		e.lbNotice(int(ev.id))
+	case evStoreDrop:
+		c := &e.clients[ev.id]
+		if ev.tok == c.tok && c.conn.kind == connResume {
+			e.endStream(ev.id, c, clients.Input{Kind: clients.InStreamEnd})
 		}
 	case evTimer:
 		c := &e.clients[ev.id]
@@ -480,6 +524,17 @@ func (e *engine) act(id int32, c *client, a clients.Action) {
 }
 
 func (e *engine) send(id int32, c *client, a clients.Action) {
+	// A cap on concurrent reconnects: wait for a slot, in arrival order.
+	if a.Reconnect && e.reconnCap > 0 && !c.holdsSlot {
+		if e.reconnInflight >= e.reconnCap {
+			c.deferred, c.waitSlot = a, true
+			c.tok++
+			e.reconnWait = append(e.reconnWait, id)
+			return
+		}
+		e.reconnInflight++
+		c.holdsSlot = true
+	}
 	b := e.bucket(e.now)
 	e.t.Requests++
 	if a.Req != clients.ReqInitialize && c.brain.HasSession() {
@@ -496,137 +551,11 @@ func (e *engine) send(id int32, c *client, a clients.Action) {
 	}
 	c.req, c.reqCursor = a.Req, int32(a.Cursor)
 	c.tok++
-	e.schedule(e.now+int64(e.sc.RTT), evResponse, id, c.tok)
+	e.schedule(e.now+e.rtt(), evResponse, id, c.tok)
 }
 
-// respond evaluates the request in flight at the server and feeds the answer
-// to the brain.
-func (e *engine) respond(id int32, c *client) {
-	carried, key := c.req != clients.ReqInitialize && c.brain.HasSession(), c.sess
-	in := e.serve(id, c)
-	if in.Status >= 300 {
-		e.armTimeout(id, c)
-	}
-	switch in.Status {
-	case 404:
-		e.t.HTTP404++
-		e.series.HTTP404[e.bucket(e.now)]++
-	case 400:
-		e.t.HTTP400++
-	case 409:
-		e.t.HTTP409++
-	case 503:
-		e.t.HTTP503++
-	}
-	switch c.req {
-	case clients.ReqResume:
-		e.audit.ResumeStatus[in.Status]++
-	case clients.ReqStandalone:
-		e.audit.StandaloneStatus[in.Status]++
-	}
-	if len(e.audit.HardStops) > 0 {
-		e.noteHardStop(id, carried, key, in.Status)
-	}
-	act := c.brain.Step(in)
-	e.act(id, c, act)
-	// A resumed stream whose call already ended delivers its replay and ends.
-	if c.conn.kind == connResume && act.Kind == clients.ActAwait {
-		a := &e.attempts[c.conn.attempt]
-		if a.ended {
-			at := c.conn.from
-			if a.dead {
-				at = max(at, a.end+int64(e.d.Replica.OrphanLease))
-			}
-			c.tok++
-			e.schedule(at, evStreamEnd, id, c.tok)
-		}
-	}
-}
-
-// sessionAt reports whether the process p knows the client's session.
-func (e *engine) sessionAt(c *client, p int32) bool {
-	if !c.brain.HasSession() {
-		return false
-	}
-	if e.shared {
-		return c.sessOK
-	}
-	return c.sessProc == p && e.procs[p].state != procDead
-}
-
-func (e *engine) route(c *client, withSession bool) int32 {
-	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
-	if slot < 0 {
-		return -1
-	}
-	return e.slots[slot]
-}
-
-func (e *engine) serve(id int32, c *client) clients.Input {
-	in := clients.Input{Kind: clients.InResponse}
-	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
-	p := e.route(c, withSession)
-	if p < 0 {
-		in.Status = 503
-		return in
-	}
-	if e.shared && withSession {
-		e.storeOp(1)
-	}
-	switch c.req {
-	case clients.ReqInitialize:
-		in.Status = 200
-		if e.hasSessions {
-			// The old session's streams stay in the store until retention
-			// removes them: the server never learns the client moved on.
-			c.streams = c.streams[:0]
-			slot := e.procs[p].slot
-			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), e.d.LB == "hash")
-			c.sessProc, c.sessOK = p, true
-			e.lb.Bind(c.sess, int(slot))
-			in.Session = true
-			if e.shared {
-				e.storeOp(1)
-			}
-		}
-	case clients.ReqInitialized:
-		in.Status = 202
-		if e.hasSessions && !e.sessionAt(c, p) {
-			in.Status = 404
-		}
-	case clients.ReqCall:
-		if e.hasSessions && !e.sessionAt(c, p) {
-			in.Status = 404
-			return in
-		}
-		in.Status = 200
-		e.startAttempt(id, c, p)
-	case clients.ReqResume:
-		in.Status, in.Purged = e.resume(id, c, p)
-	case clients.ReqStandalone:
-		switch {
-		case !e.hasSessions:
-			in.Status = 405
-		case !e.sessionAt(c, p):
-			in.Status = 404
-		default:
-			in.Status = 200
-			e.connect(c, id, connStandalone, -1, p, e.now, 0)
-		}
-	case clients.ReqDelete:
-		switch {
-		case !e.hasSessions:
-			in.Status = 405
-		case !e.sessionAt(c, p):
-			in.Status = 404
-		default:
-			in.Status = 200
-			e.dropSessionStreams(c)
-			c.sessOK, c.sessProc = false, -1
-		}
-	}
-	return in
-}
+// rtt is the current network round trip, with any latency fault added.
+func (e *engine) rtt() int64 { return int64(e.sc.RTT) + e.extraRTT }
 
 // dropSessionStreams deletes the streams of the client's current session.
 func (e *engine) dropSessionStreams(c *client) {
@@ -674,11 +603,15 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 		a.k0 = pr.purgeK
 		a.memIdx = pr.mem.add(ai, a.start, a.e, a.k0)
 	}
+	if a.stored && e.events == topology.EventsRedis {
+		e.producing++
+	}
 	e.attempts = append(e.attempts, a)
 	e.attempts[ai].runIdx = int32(len(pr.running))
 	pr.running = append(pr.running, ai)
 	pr.runStart = append(pr.runStart, a.start)
 	pr.runE = append(pr.runE, a.e)
+	pr.runLo = append(pr.runLo, 0)
 	cl.attempt = ai
 	e.schedule(a.start+int64(a.e)*a.iv, evAttemptDone, ai, 0)
 	e.connect(c, id, connCall, ai, p, e.now, 0)
@@ -851,7 +784,7 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 	}
 	hi := e.produced(a, e.now)
 	lo := e.storedLo(a, hi)
-	if a.gone || e.expired(a) || lo > cursor+1 {
+	if a.gone || e.expired(a) || lo > cursor+1 || (e.events == topology.EventsRedis && e.inGap(a, cursor, hi)) {
 		return 400, true
 	}
 	if a.follower >= 0 && a.follower != id {
@@ -868,7 +801,7 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 		c.call.waitResume = false
 	}
 	e.storeOp(1)
-	lat := int64(e.d.Store.ReplayLatency(e.events, int(n)))
+	lat := e.storeRead(int(n))
 	if c.call.dropped {
 		// Replay latency runs from the drop of this stream, the one resumed.
 		c.call.resumeLat = true
@@ -889,9 +822,11 @@ func (e *engine) storedLo(a *attempt, hi int32) int32 {
 		removed := min(max(e.procs[a.proc].purgeK-a.k0, 0), count)
 		return first + int32(removed)
 	case topology.EventsRedis:
-		if m := int32(e.d.Store.RedisMaxLen); m > 0 && hi-m+1 > first {
+		lo := max(first, a.restartLo)
+		if m := int32(e.d.Store.RedisMaxLen); m > 0 && hi-m+1 > lo {
 			return hi - m + 1
 		}
+		return lo
 	}
 	return first
 }
@@ -946,13 +881,16 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	pr := &e.procs[a.proc]
 	n := len(pr.running) - 1
 	last := pr.running[n]
-	pr.running[a.runIdx], pr.runStart[a.runIdx], pr.runE[a.runIdx] = last, pr.runStart[n], pr.runE[n]
+	pr.running[a.runIdx], pr.runStart[a.runIdx], pr.runE[a.runIdx], pr.runLo[a.runIdx] = last, pr.runStart[n], pr.runE[n], pr.runLo[n]
 	e.attempts[last].runIdx = a.runIdx
-	pr.running, pr.runStart, pr.runE = pr.running[:n], pr.runStart[:n], pr.runE[:n]
+	pr.running, pr.runStart, pr.runE, pr.runLo = pr.running[:n], pr.runStart[:n], pr.runE[:n], pr.runLo[:n]
 	if a.memIdx >= 0 {
 		pr.mem.endN[a.memIdx] = a.endN
 	}
 	e.appendOps(a)
+	if a.stored && e.events == topology.EventsRedis {
+		e.producing--
+	}
 	if a.stored && !a.gone && e.events == topology.EventsRedis {
 		a.fixedN = a.endN - e.storedLo(a, a.endN) + 1
 		e.redisFixed += int64(a.fixedN)
@@ -1017,6 +955,8 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 	c.tok++
 	c.ctok++
 	c.deferred = clients.Action{}
+	c.waitSlot = false
+	e.releaseSlot(c)
 	cl := &c.call
 	if !cl.active {
 		return
@@ -1080,23 +1020,136 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 func (e *engine) fault(s faults.Step) {
 	switch s.Kind {
 	case faults.StepStop:
-		p := e.slots[s.Replica]
-		if p < 0 {
-			return
-		}
-		e.slots[s.Replica] = -1
-		if s.Graceful {
-			e.drain(p)
-		} else {
-			e.recordHardStop(p, s)
-			e.exitProc(p, false)
+		if s.Replica < len(e.slots) {
+			e.stopSlot(s.Replica, s.Graceful, "stop")
 		}
 	case faults.StepStart:
-		if e.slots[s.Replica] < 0 {
+		if s.Replica < len(e.slots) && e.slots[s.Replica] < 0 {
 			e.slots[s.Replica] = e.newProc(int32(s.Replica))
+			e.lbOut[s.Replica] = false
 		}
 	case faults.StepClientDrop:
 		e.clientDrop(s)
+	case faults.StepScale:
+		e.scale(s)
+	case faults.StepPartition:
+		if r := s.Replica; r < len(e.slots) && !e.partitioned[r] {
+			e.partitioned[r] = true
+			if p := e.slots[r]; p >= 0 {
+				e.dropConns(p, 0) // the LB's connections to it break
+			}
+			e.slotFailed(r)
+		}
+	case faults.StepHeal:
+		if r := s.Replica; r < len(e.slots) && e.partitioned[r] {
+			e.partitioned[r] = false
+			if e.slots[r] >= 0 {
+				e.lbOut[r] = false
+			}
+		}
+	case faults.StepLatency:
+		e.extraRTT += int64(s.Extra)
+	case faults.StepStoreDown:
+		e.storeOutage()
+	case faults.StepStoreUp:
+		e.storeDown = false
+		if n := len(e.gaps); n > 0 {
+			e.gaps[n-1].until = e.now
+		}
+	case faults.StepStoreRestart:
+		e.storeRestart(s.Persistent || e.d.Store.Persistent)
+	case faults.StepHealthDelay:
+		e.healthDelay = int64(s.Extra)
+	}
+}
+
+// stopSlot stops the serving process of a slot: a graceful drain, or a kill.
+func (e *engine) stopSlot(slot int, graceful bool, why string) {
+	p := e.slots[slot]
+	if p < 0 {
+		return
+	}
+	e.slots[slot] = -1
+	if graceful {
+		e.lbOut[slot] = true // a draining replica leaves the pool at once
+		e.drain(p)
+		return
+	}
+	e.recordProbe(why, func(c *client) bool { return c.sessProc == p })
+	e.exitProc(p, false)
+	e.slotFailed(slot)
+}
+
+// scale sets the number of slots. Under hash routing, sessions whose key now
+// hashes elsewhere land on a replica that does not know them.
+func (e *engine) scale(s faults.Step) {
+	n := s.Replicas
+	if !e.shared {
+		e.recordProbe("scale", func(c *client) bool { return c.sessProc >= 0 })
+	}
+	for len(e.slots) < n {
+		slot := len(e.slots)
+		e.slots = append(e.slots, e.newProc(int32(slot)))
+		e.lbOut = append(e.lbOut, false)
+		e.partitioned = append(e.partitioned, false)
+	}
+	for slot := len(e.slots) - 1; slot >= n; slot-- {
+		e.stopSlot(slot, s.Graceful, "scale")
+	}
+	e.slots, e.lbOut, e.partitioned = e.slots[:n], e.lbOut[:n], e.partitioned[:n]
+}
+
+// storeOutage makes Redis unreachable: appends fail from now on (a gap), and
+// streams that follow a call by reading Redis fail once the read times out.
+func (e *engine) storeOutage() {
+	if e.storeDown {
+		return
+	}
+	e.storeDown = true
+	e.gaps = append(e.gaps, gap{from: e.now, until: math.MaxInt64})
+	if e.events != topology.EventsRedis {
+		return
+	}
+	at := e.now + int64(e.d.Store.Timeout)
+	for p := range e.procs {
+		for _, id := range e.procs[p].conns {
+			c := &e.clients[id]
+			if c.conn.kind == connResume && e.attempts[c.conn.attempt].proc != int32(p) {
+				e.schedule(at, evStoreDrop, id, c.tok)
+			}
+		}
+	}
+}
+
+// storeRestart restarts Redis. Without persistence every stream and shared
+// session is gone; running calls append to fresh, gapped streams.
+func (e *engine) storeRestart(persistent bool) {
+	if persistent || e.events != topology.EventsRedis && !e.shared {
+		return
+	}
+	e.storeEpoch++
+	for ai := range e.attempts {
+		a := &e.attempts[ai]
+		if !a.stored || a.gone {
+			continue
+		}
+		if a.ended {
+			e.dropStream(int32(ai))
+			continue
+		}
+		a.restartLo = e.produced(a, e.now) + 1
+		pr := &e.procs[a.proc]
+		pr.runLo[a.runIdx] = a.restartLo
+	}
+}
+
+// dropConns breaks every connection of process p, with a retry hint if any.
+func (e *engine) dropConns(p int32, hint time.Duration) {
+	pr := &e.procs[p]
+	for len(pr.conns) > 0 {
+		id := pr.conns[len(pr.conns)-1]
+		e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: hint})
+		pr = &e.procs[p]
 	}
 }
 
@@ -1106,11 +1159,7 @@ func (e *engine) drain(p int32) {
 	closeNow := e.d.Replica.DrainClose == topology.DrainCloseStart ||
 		(e.d.Replica.DrainClose == topology.DrainCloseAuto && e.shared)
 	if closeNow && e.pollClose {
-		for len(pr.conns) > 0 {
-			id := pr.conns[len(pr.conns)-1]
-			e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: e.d.Replica.RetryHint})
-			pr = &e.procs[p]
-		}
+		e.closeWithHints(p)
 	}
 	pr = &e.procs[p]
 	if len(pr.running) == 0 {
@@ -1119,6 +1168,22 @@ func (e *engine) drain(p int32) {
 	}
 	pr.exitTok++
 	e.schedule(e.now+int64(e.d.Replica.DrainLimit), evProcExit, p, pr.exitTok)
+}
+
+// closeWithHints closes every stream of p with a retry hint: jittered when
+// the design spreads hints, and with admission buckets each group of
+// admit_bucket streams told to come back one interval after the previous.
+func (e *engine) closeWithHints(p int32) {
+	rc := &e.d.Replica
+	for i := 0; len(e.procs[p].conns) > 0; i++ {
+		pr := &e.procs[p]
+		id := pr.conns[len(pr.conns)-1]
+		hint := e.hint(rc.RetryHint)
+		if rc.AdmitBucket > 0 {
+			hint += time.Duration(i/rc.AdmitBucket) * rc.AdmitInterval
+		}
+		e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: hint})
+	}
 }
 
 // exitProc ends a process: its calls die, its connections close (with a
@@ -1138,15 +1203,12 @@ func (e *engine) exitProc(p int32, graceful bool) {
 		e.endAttempt(pr.running[len(pr.running)-1], true)
 		pr = &e.procs[p]
 	}
-	var hint time.Duration
 	if graceful && e.pollClose {
-		hint = e.d.Replica.RetryHint
+		e.closeWithHints(p)
+	} else {
+		e.dropConns(p, 0)
 	}
-	for len(pr.conns) > 0 {
-		id := pr.conns[len(pr.conns)-1]
-		e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: hint})
-		pr = &e.procs[p]
-	}
+	pr = &e.procs[p]
 	if e.events == topology.EventsMemory {
 		for _, ai := range pr.mem.ai {
 			e.attempts[ai].gone = true
@@ -1189,29 +1251,29 @@ func pick(seed, fault, id uint64) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
-// recordHardStop notes the live local sessions of a process killed hard, to
-// check what each one's next session request gets.
-func (e *engine) recordHardStop(p int32, s faults.Step) {
+// recordProbe notes the live local sessions that match, to check what each
+// one's next session request gets (a hard stop, a scale).
+func (e *engine) recordProbe(why string, match func(*client) bool) {
 	if !e.hasSessions || e.shared {
 		return
 	}
-	hs := HardStop{At: s.At, waiting: map[int32]bool{}}
+	hs := Probe{Why: why, At: time.Duration(e.now), waiting: map[int32]bool{}}
 	for id := range e.clients {
 		c := &e.clients[id]
-		if c.sessProc == p && c.sessOK && c.brain.HasSession() {
+		if c.sessOK && c.brain.HasSession() && match(c) {
 			hs.waiting[int32(id)] = true
 			hs.keys = append(hs.keys, c.sess)
 			hs.ids = append(hs.ids, int32(id))
 		}
 	}
 	hs.Sessions = len(hs.waiting)
-	e.audit.HardStops = append(e.audit.HardStops, hs)
+	e.audit.Probes = append(e.audit.Probes, hs)
 }
 
-// noteHardStop records the first session request of each waiting session.
-func (e *engine) noteHardStop(id int32, carried bool, key uint64, status int) {
-	for i := range e.audit.HardStops {
-		hs := &e.audit.HardStops[i]
+// noteProbe records the first session request of each waiting session.
+func (e *engine) noteProbe(id int32, carried bool, key uint64, status int) {
+	for i := range e.audit.Probes {
+		hs := &e.audit.Probes[i]
 		if !hs.waiting[id] {
 			continue
 		}
@@ -1263,7 +1325,7 @@ func (e *engine) sample(i int) {
 			pr := &e.procs[p]
 			for i, st := range pr.runStart {
 				hi := min((e.now-st)/e.iv, int64(pr.runE[i]))
-				c := hi - int64(first) + 1
+				c := hi - int64(max(first, pr.runLo[i])) + 1
 				if maxlen > 0 && c > maxlen {
 					c = maxlen
 				}

@@ -121,10 +121,10 @@ func TestFactHardRestart404PerSession(t *testing.T) {
 		sc := load(t, "crash", fmt.Sprintf("designs=[%q]", dn))
 		out := run(t, sc)
 		a := out.Audit[dn]
-		if len(a.HardStops) != 1 {
-			t.Fatalf("%s: %d hard stops recorded, want 1", dn, len(a.HardStops))
+		if len(a.Probes) != 1 {
+			t.Fatalf("%s: %d hard stops recorded, want 1", dn, len(a.Probes))
 		}
-		hs := a.HardStops[0]
+		hs := a.Probes[0]
 		if hs.Sessions < 100 {
 			t.Fatalf("%s: only %d sessions on the killed replica", dn, hs.Sessions)
 		}

@@ -15,6 +15,15 @@ const (
 	evProcExit                  // a draining process hits its drain limit (id = proc)
 	evStep                      // a fault step (id = step index)
 	evSample                    // a series boundary (id = step number)
+	evLBNotice                  // the LB's health check notices a slot is bad (id = slot)
+	evStoreDrop                 // a stream read from Redis fails in an outage (tok)
+)
+
+// Where a request is when its evResponse event fires (event.aux).
+const (
+	atLB      uint8 = iota // it reaches the load balancer
+	atHandler              // it leaves a replica's accept queue
+	atClient               // its answer reaches the client
 )
 
 // event is one scheduled state change. Events are plain 24-byte values in a

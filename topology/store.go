@@ -44,6 +44,16 @@ type StoreConfig struct {
 	MemoryLatency        time.Duration `toml:"memory_latency" json:"memory_latency"`
 	RedisLatency         time.Duration `toml:"redis_latency" json:"redis_latency"`
 	RedisLatencyPerEvent time.Duration `toml:"redis_latency_per_event" json:"redis_latency_per_event"`
+	// The Redis server's own cost: each operation occupies one of
+	// Concurrency servers for ServiceBase + ServicePerEvent·events, and
+	// operations queue for a free one. Appends load it too.
+	Concurrency     int           `toml:"concurrency" json:"concurrency"`
+	ServiceBase     time.Duration `toml:"service_base" json:"service_base"`
+	ServicePerEvent time.Duration `toml:"service_per_event" json:"service_per_event"`
+	// Timeout is how long a store call waits before it fails (go-redis: 3 s).
+	Timeout time.Duration `toml:"timeout" json:"timeout"`
+	// Persistent keeps the store's data across a store restart.
+	Persistent bool `toml:"persistent" json:"persistent"`
 }
 
 // DefaultStore is the store model measured in DOMAIN.md §2 and §5.
@@ -57,6 +67,12 @@ var DefaultStore = StoreConfig{
 	MemoryLatency:        20 * time.Microsecond,
 	RedisLatency:         300 * time.Microsecond,
 	RedisLatencyPerEvent: 5 * time.Microsecond,
+	// DOMAIN.md §5: XADD one at a time ≈ 65–88k ops/s, XRANGE of 100 events
+	// ≈ 13–24k/s on one Redis (which runs commands one at a time).
+	Concurrency:     1,
+	ServiceBase:     12 * time.Microsecond,
+	ServicePerEvent: 500 * time.Nanosecond,
+	Timeout:         3 * time.Second,
 }
 
 // EventBytes is what one event of payload bytes costs in the given store.
@@ -97,6 +113,12 @@ func (c *StoreConfig) Validate() []error {
 	neg("memory_latency", c.MemoryLatency < 0, c.MemoryLatency)
 	neg("redis_latency", c.RedisLatency < 0, c.RedisLatency)
 	neg("redis_latency_per_event", c.RedisLatencyPerEvent < 0, c.RedisLatencyPerEvent)
+	neg("concurrency", c.Concurrency < 0, c.Concurrency)
+	neg("service_base", c.ServiceBase < 0, c.ServiceBase)
+	neg("service_per_event", c.ServicePerEvent < 0, c.ServicePerEvent)
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v must be positive", c.Timeout))
+	}
 	if c.RedisBytesFactor <= 0 {
 		errs = append(errs, fmt.Errorf("redis_bytes_factor: %v must be positive", c.RedisBytesFactor))
 	}
@@ -110,20 +132,43 @@ const (
 	DrainCloseExit  = "exit"  // when the call ends or the drain limit passes
 )
 
-// ReplicaConfig is how a replica drains and how orphaned calls end.
+// ReplicaConfig is how a replica accepts work, drains, and ends orphaned
+// calls, with the storm mitigations teams use.
 type ReplicaConfig struct {
 	DrainLimit  time.Duration `toml:"drain_limit" json:"drain_limit"`
 	DrainClose  string        `toml:"drain_close" json:"drain_close"`
 	RetryHint   time.Duration `toml:"retry_hint" json:"retry_hint"`
 	OrphanLease time.Duration `toml:"orphan_lease" json:"orphan_lease"`
+
+	// AcceptRate is how many requests per second a replica serves; beyond
+	// it requests queue, and beyond AcceptQueue waiting ones get 503.
+	// 0 = unlimited.
+	AcceptRate  float64 `toml:"accept_rate" json:"accept_rate"`
+	AcceptQueue int     `toml:"accept_queue" json:"accept_queue"`
+	// RetryHintSpread multiplies every retry hint by U(lo, hi), GitLab's
+	// fix; [1, 1] sends the same hint to everyone.
+	RetryHintSpread [2]float64 `toml:"retry_hint_spread" json:"retry_hint_spread"`
+	// HintOn503 adds the retry hint (as Retry-After) to a 503 for overload.
+	HintOn503 bool `toml:"hint_on_503" json:"hint_on_503"`
+	// AdmitBucket admits at most this many new connections per
+	// AdmitInterval, and tells the rest (and the streams a drain closes)
+	// which later interval to come back in. 0 = off.
+	AdmitBucket   int           `toml:"admit_bucket" json:"admit_bucket"`
+	AdmitInterval time.Duration `toml:"admit_interval" json:"admit_interval"`
+	// MaxConnRate caps new connections per second (a token bucket with one
+	// second of burst); the excess gets 503. 0 = off.
+	MaxConnRate float64 `toml:"max_conn_rate" json:"max_conn_rate"`
 }
 
 // DefaultReplica are the replica defaults.
 var DefaultReplica = ReplicaConfig{
 	DrainLimit:  120 * time.Second,
 	DrainClose:  DrainCloseAuto,
-	RetryHint:   time.Second,
-	OrphanLease: 5 * time.Second,
+	RetryHint:       time.Second,
+	OrphanLease:     5 * time.Second,
+	AcceptQueue:     1000,
+	RetryHintSpread: [2]float64{1, 1},
+	AdmitInterval:   time.Second,
 }
 
 // Validate lists every problem with c; each error names its key.
@@ -140,6 +185,24 @@ func (c *ReplicaConfig) Validate() []error {
 	}
 	if c.OrphanLease < 0 {
 		errs = append(errs, fmt.Errorf("orphan_lease: %v is negative", c.OrphanLease))
+	}
+	if c.AcceptRate < 0 {
+		errs = append(errs, fmt.Errorf("accept_rate: %v is negative", c.AcceptRate))
+	}
+	if c.AcceptQueue < 0 {
+		errs = append(errs, fmt.Errorf("accept_queue: %d is negative", c.AcceptQueue))
+	}
+	if s := c.RetryHintSpread; s[0] < 0 || s[1] < s[0] {
+		errs = append(errs, fmt.Errorf("retry_hint_spread: %v is not [lo, hi] with 0 ≤ lo ≤ hi", s))
+	}
+	if c.AdmitBucket < 0 {
+		errs = append(errs, fmt.Errorf("admit_bucket: %d is negative", c.AdmitBucket))
+	}
+	if c.AdmitBucket > 0 && c.AdmitInterval <= 0 {
+		errs = append(errs, fmt.Errorf("admit_interval: %v must be positive when admit_bucket is set", c.AdmitInterval))
+	}
+	if c.MaxConnRate < 0 {
+		errs = append(errs, fmt.Errorf("max_conn_rate: %v is negative", c.MaxConnRate))
 	}
 	return errs
 }

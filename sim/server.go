@@ -1,0 +1,373 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// gap is a window in which appends to Redis failed; until is open (MaxInt64)
+// while the outage lasts.
+type gap struct{ from, until int64 }
+
+// arrive handles a request reaching the load balancer: routing, the replica's
+// admission and accept queue, then the handler.
+func (e *engine) arrive(id int32, c *client) {
+	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
+	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
+	if slot < 0 {
+		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503}) // no replica in the pool
+		return
+	}
+	p := e.slots[slot]
+	if p < 0 || e.partitioned[slot] || e.procs[p].state != procUp {
+		// The LB has not noticed yet: the connection is refused or times out.
+		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503})
+		return
+	}
+	if hint, ok := e.admit(p, c.req); !ok {
+		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503, RetryHint: hint})
+		return
+	}
+	wait, ok := e.enqueue(p)
+	if !ok {
+		in := clients.Input{Kind: clients.InResponse, Status: 503}
+		if e.d.Replica.HintOn503 {
+			in.RetryHint = e.hint(e.d.Replica.RetryHint)
+		}
+		e.answer(id, c, in)
+		return
+	}
+	if wait > 0 {
+		c.admitProc = p
+		e.q.push(event{at: e.now + wait, kind: evResponse, id: id, tok: c.tok, aux: atHandler})
+		return
+	}
+	e.handle(id, c, p)
+}
+
+// handleQueued serves a request that waited in a replica's accept queue.
+func (e *engine) handleQueued(id int32, c *client) {
+	p := c.admitProc
+	if e.procs[p].state != procUp || e.partitioned[e.procs[p].slot] {
+		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503})
+		return
+	}
+	e.handle(id, c, p)
+}
+
+// handle runs the request on process p and sends the answer back, late when
+// it had to wait for the store.
+func (e *engine) handle(id int32, c *client, p int32) {
+	in, delay := e.serveOn(id, c, p)
+	if delay > 0 {
+		c.stash = in
+		e.q.push(event{at: e.now + delay, kind: evResponse, id: id, tok: c.tok, aux: atClient})
+		return
+	}
+	e.answer(id, c, in)
+}
+
+// newConn reports whether a request opens a new connection or session, the
+// requests that admission control and connection-rate limits count.
+func newConn(r clients.Req) bool {
+	return r == clients.ReqInitialize || r == clients.ReqCall || r == clients.ReqResume || r == clients.ReqStandalone
+}
+
+// admit applies the admission bucket and the connection-rate limit. A
+// rejected request gets the time to come back in, when there is one.
+func (e *engine) admit(p int32, r clients.Req) (time.Duration, bool) {
+	rc := &e.d.Replica
+	if !newConn(r) {
+		return 0, true
+	}
+	pr := &e.procs[p]
+	if rc.MaxConnRate > 0 {
+		pr.tokens = math.Min(rc.MaxConnRate, pr.tokens+float64(e.now-pr.tokensAt)/1e9*rc.MaxConnRate)
+		pr.tokensAt = e.now
+		if pr.tokens < 1 {
+			var hint time.Duration
+			if rc.HintOn503 {
+				hint = e.hint(rc.RetryHint)
+			}
+			return hint, false
+		}
+		pr.tokens--
+	}
+	if rc.AdmitBucket > 0 {
+		iv := int64(rc.AdmitInterval)
+		win := e.now / iv
+		if win != pr.admitWin {
+			pr.admitWin, pr.admitCount = win, 0
+		}
+		if pr.admitCount >= rc.AdmitBucket {
+			// Send it to the first later window with room left, as Zed does.
+			if pr.promisedWin <= win {
+				pr.promisedWin, pr.promised = win+1, 0
+			}
+			if pr.promised >= rc.AdmitBucket {
+				pr.promisedWin, pr.promised = pr.promisedWin+1, 0
+			}
+			pr.promised++
+			return time.Duration(pr.promisedWin*iv - e.now), false
+		}
+		pr.admitCount++
+	}
+	return 0, true
+}
+
+// enqueue puts a request in p's accept queue: it returns how long it waits,
+// or false when the queue is full.
+func (e *engine) enqueue(p int32) (int64, bool) {
+	rate := e.d.Replica.AcceptRate
+	if rate <= 0 {
+		return 0, true
+	}
+	pr := &e.procs[p]
+	wait := max(pr.freeAt-e.now, 0)
+	if float64(wait)*rate/1e9 >= float64(e.d.Replica.AcceptQueue) {
+		return 0, false
+	}
+	pr.freeAt = max(pr.freeAt, e.now) + int64(1e9/rate)
+	return wait, true
+}
+
+// hint is a retry hint as the server sends it: base times a random factor in
+// the design's spread (GitLab's 1–3× fix), or base itself.
+func (e *engine) hint(base time.Duration) time.Duration {
+	sp := e.d.Replica.RetryHintSpread
+	if sp[1] <= sp[0] {
+		return time.Duration(float64(base) * sp[0])
+	}
+	return time.Duration(float64(base) * (sp[0] + e.rng.Float64()*(sp[1]-sp[0])))
+}
+
+// storeUnavailable reports whether a call to Redis fails now: during an
+// outage, or when appends alone keep it saturated.
+func (e *engine) storeUnavailable() bool {
+	return e.storeDown || e.appendLoad() >= 1
+}
+
+// appendLoad is the fraction of the store's capacity the running appends use.
+func (e *engine) appendLoad() float64 {
+	sc := &e.d.Store
+	if sc.Concurrency <= 0 || e.producing == 0 {
+		return 0
+	}
+	perOp := float64(sc.ServiceBase + sc.ServicePerEvent)
+	return float64(e.producing) * e.sc.Workload.EventRate * perOp / 1e9 / float64(sc.Concurrency)
+}
+
+// storeRead queues a Redis operation of n events and returns its latency:
+// the network, the wait for a free server, and the service time stretched
+// by the share of the store that appends take.
+func (e *engine) storeRead(n int) int64 {
+	sc := &e.d.Store
+	lat := int64(sc.ReplayLatency(e.events, n))
+	if e.events != topology.EventsRedis || sc.Concurrency <= 0 {
+		return lat
+	}
+	if len(e.storeFree) != sc.Concurrency {
+		e.storeFree = make([]int64, sc.Concurrency)
+	}
+	k := 0
+	for i, f := range e.storeFree {
+		if f < e.storeFree[k] {
+			k = i
+		}
+	}
+	service := float64(sc.ServiceBase) + float64(n)*float64(sc.ServicePerEvent)
+	if load := e.appendLoad(); load < 1 {
+		service /= 1 - load
+	}
+	start := max(e.now, e.storeFree[k])
+	e.storeFree[k] = start + int64(service)
+	return lat + (start - e.now) + int64(service)
+}
+
+// needsStore reports whether serving the request reads or writes Redis
+// before it can answer.
+func (e *engine) needsStore(c *client) bool {
+	if e.shared && (c.req == clients.ReqInitialize || c.brain.HasSession()) {
+		return true // the session record lives in Redis
+	}
+	return c.req == clients.ReqResume && e.events == topology.EventsRedis
+}
+
+// sessionAt reports whether the process p knows the client's session.
+func (e *engine) sessionAt(c *client, p int32) bool {
+	if !c.brain.HasSession() {
+		return false
+	}
+	if e.shared {
+		return c.sessOK && c.sessEpoch == e.storeEpoch
+	}
+	return c.sessProc == p && e.procs[p].state != procDead
+}
+
+// serveOn runs a request on process p. The second result delays the answer
+// (a store call that times out).
+func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
+	in := clients.Input{Kind: clients.InResponse}
+	if e.needsStore(c) {
+		if e.storeUnavailable() {
+			in.Status = 503
+			return in, int64(e.d.Store.Timeout)
+		}
+		if e.shared {
+			e.storeOp(1)
+		}
+	}
+	switch c.req {
+	case clients.ReqInitialize:
+		in.Status = 200
+		if e.hasSessions {
+			// The old session's streams stay in the store until retention
+			// removes them: the server never learns the client moved on.
+			c.streams = c.streams[:0]
+			slot := e.procs[p].slot
+			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), e.d.LB == "hash")
+			c.sessProc, c.sessOK, c.sessEpoch = p, true, e.storeEpoch
+			e.lb.Bind(c.sess, int(slot))
+			in.Session = true
+		}
+	case clients.ReqInitialized:
+		in.Status = 202
+		if e.hasSessions && !e.sessionAt(c, p) {
+			in.Status = 404
+		}
+	case clients.ReqCall:
+		if e.hasSessions && !e.sessionAt(c, p) {
+			in.Status = 404
+			return in, 0
+		}
+		in.Status = 200
+		e.startAttempt(id, c, p)
+	case clients.ReqResume:
+		in.Status, in.Purged = e.resume(id, c, p)
+	case clients.ReqStandalone:
+		switch {
+		case !e.hasSessions:
+			in.Status = 405
+		case !e.sessionAt(c, p):
+			in.Status = 404
+		default:
+			in.Status = 200
+			e.connect(c, id, connStandalone, -1, p, e.now, 0)
+		}
+	case clients.ReqDelete:
+		switch {
+		case !e.hasSessions:
+			in.Status = 405
+		case !e.sessionAt(c, p):
+			in.Status = 404
+		default:
+			in.Status = 200
+			e.dropSessionStreams(c)
+			c.sessOK, c.sessProc = false, -1
+		}
+	}
+	return in, 0
+}
+
+// answer delivers a response to the client: counts it, frees its reconnect
+// slot, and feeds it to the brain.
+func (e *engine) answer(id int32, c *client, in clients.Input) {
+	e.releaseSlot(c)
+	carried, key := c.req != clients.ReqInitialize && c.brain.HasSession(), c.sess
+	if in.Status >= 300 {
+		e.armTimeout(id, c)
+	}
+	switch in.Status {
+	case 404:
+		e.t.HTTP404++
+		e.series.HTTP404[e.bucket(e.now)]++
+	case 400:
+		e.t.HTTP400++
+	case 409:
+		e.t.HTTP409++
+	case 503:
+		e.t.HTTP503++
+	}
+	switch c.req {
+	case clients.ReqResume:
+		e.audit.ResumeStatus[in.Status]++
+	case clients.ReqStandalone:
+		e.audit.StandaloneStatus[in.Status]++
+	}
+	if len(e.audit.Probes) > 0 {
+		e.noteProbe(id, carried, key, in.Status)
+	}
+	act := c.brain.Step(in)
+	e.act(id, c, act)
+	// A resumed stream whose call already ended delivers its replay and ends.
+	if c.conn.kind == connResume && act.Kind == clients.ActAwait {
+		a := &e.attempts[c.conn.attempt]
+		if a.ended {
+			at := c.conn.from
+			if a.dead {
+				at = max(at, a.end+int64(e.d.Replica.OrphanLease))
+			}
+			c.tok++
+			e.schedule(at, evStreamEnd, id, c.tok)
+		}
+	}
+}
+
+// releaseSlot gives back the client's reconnect slot and lets the next
+// waiting client send.
+func (e *engine) releaseSlot(c *client) {
+	if !c.holdsSlot {
+		return
+	}
+	c.holdsSlot = false
+	e.reconnInflight--
+	for len(e.reconnWait) > 0 && e.reconnInflight < e.reconnCap {
+		id := e.reconnWait[0]
+		e.reconnWait = e.reconnWait[1:]
+		w := &e.clients[id]
+		if !w.waitSlot {
+			continue
+		}
+		a := w.deferred
+		w.waitSlot, w.deferred = false, clients.Action{}
+		e.send(id, w, a)
+	}
+}
+
+// inGap reports whether any event in (cursor, hi] of a was produced while
+// appends to Redis failed.
+func (e *engine) inGap(a *attempt, cursor, hi int32) bool {
+	if hi <= cursor || len(e.gaps) == 0 {
+		return false
+	}
+	from, until := e.prodTime(a, cursor+1), e.prodTime(a, hi)
+	for _, g := range e.gaps {
+		if from < g.until && until >= g.from {
+			return true
+		}
+	}
+	return false
+}
+
+// lbNotice is the LB's health check catching up with a slot.
+func (e *engine) lbNotice(slot int) {
+	if slot >= len(e.slots) {
+		return
+	}
+	if p := e.slots[slot]; p < 0 || e.partitioned[slot] || e.procs[p].state != procUp {
+		e.lbOut[slot] = true
+	}
+}
+
+// slotFailed tells the LB that a slot died or was cut off, after its
+// health-check delay.
+func (e *engine) slotFailed(slot int) {
+	if e.healthDelay <= 0 {
+		e.lbOut[slot] = true
+		return
+	}
+	e.schedule(e.now+e.healthDelay, evLBNotice, int32(slot), 0)
+}
