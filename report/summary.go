@@ -48,11 +48,14 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // BaselineWindowS is how many seconds before a fault form its baseline.
 const BaselineWindowS = 30
 
-// RecoveryAfterFaults computes, for each fault, the seconds from the fault to
-// the first step after the storm's peak in which both the reconnect rate and
-// the 404 rate are back within 10% of their mean over the BaselineWindowS
-// seconds before the fault. A fault that causes no excursion recovers in 0 s;
-// one whose rates never come back gets nil.
+// RecoveryAfterFaults computes, for each fault, the seconds from the fault
+// until the reconnect rate and the 404 rate are back, for good, within 10%
+// of their mean over the BaselineWindowS seconds before the fault: the end
+// of the last step, before the next fault, in which either was above the
+// band. The band also allows three standard deviations of Poisson noise
+// around the baseline, so that a noisy baseline does not read as a storm.
+// A fault that causes no excursion recovers in 0 s; one whose rates are
+// still out of the band when the run (or the next fault) comes gets nil.
 func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 	out := make([]FaultRecovery, len(faults))
 	n := len(s.Reconnects)
@@ -67,15 +70,12 @@ func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 			continue
 		}
 		end := n
-		for j := i + 1; j < len(faults); j++ { // the next fault's storm is not this one's
-			if nx := int(faults[j].AtS / step); nx > at && nx < end {
+		for j := range faults { // the next fault's storm is not this one's
+			if nx := int(faults[j].AtS / step); j != i && nx > at && nx < end {
 				end = nx
 			}
 		}
-		w := int(BaselineWindowS / step)
-		if w < 1 {
-			w = 1
-		}
+		w := max(int(BaselineWindowS/step), 1)
 		lo := max(0, at-w)
 		base := func(xs []int64) float64 {
 			if at == lo {
@@ -88,26 +88,20 @@ func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 			return float64(sum) / float64(at-lo)
 		}
 		bRe, b404 := base(s.Reconnects), base(s.HTTP404)
-		within := func(k int) bool {
-			return float64(s.Reconnects[k]) <= 1.1*bRe && float64(s.HTTP404[k]) <= 1.1*b404
-		}
-		peak, peakV := at, int64(-1)
+		in := func(x int64, b float64) bool { return float64(x) <= 1.1*b+3*math.Sqrt(b) }
+		last := -1
 		for k := at; k < end; k++ {
-			if v := s.Reconnects[k] + s.HTTP404[k]; v > peakV {
-				peak, peakV = k, v
+			if !in(s.Reconnects[k], bRe) || !in(s.HTTP404[k], b404) {
+				last = k
 			}
 		}
-		if within(peak) {
+		switch {
+		case last < 0:
 			z := 0.0
 			out[i].Seconds = &z
-			continue
-		}
-		for k := peak + 1; k < end; k++ {
-			if within(k) {
-				sec := round3(float64(k)*step - f.AtS)
-				out[i].Seconds = &sec
-				break
-			}
+		case last < end-1:
+			sec := round3(float64(last+1)*step - f.AtS)
+			out[i].Seconds = &sec
 		}
 	}
 	return out

