@@ -41,33 +41,75 @@ func (a *event) less(b *event) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-// queue is a 4-ary min-heap of events ordered by (at, seq): half the depth
-// of a binary heap, and a node's children share a cache line or two. seq is
-// the insertion order, so ties break the same way on every run.
+// queue orders events by (at, seq); seq is the insertion order, so ties
+// break the same way on every run. It has two tiers: a 4-ary min-heap holds
+// the events of the current window of virtual time (2^28 ns, about a quarter
+// of a second), and later events wait unsorted in one slice per window until
+// their window comes. Most events are scheduled seconds ahead (a call's last
+// event, a think time, a timeout), so the heap stays small and cache-resident
+// while a far insertion is an append.
 type queue struct {
-	h   []event
-	seq uint32
+	h    []event   // the heap of the current window
+	far  [][]event // far[w] holds the events of window w, for w > cur
+	cur  int64     // the current window: every event with at < (cur+1)·2^28 is in h
+	n    int
+	seq  uint32
+	free [][]event // emptied window slices, reused
 }
 
-func (q *queue) Len() int { return len(q.h) }
+const windowShift = 28
+
+func (q *queue) Len() int { return q.n }
 
 func (q *queue) push(e event) {
 	e.seq = q.seq
 	q.seq++
+	q.n++
+	if w := e.at >> windowShift; w > q.cur {
+		for int64(len(q.far)) <= w {
+			q.far = append(q.far, nil)
+		}
+		if q.far[w] == nil && len(q.free) > 0 {
+			q.far[w] = q.free[len(q.free)-1][:0]
+			q.free = q.free[:len(q.free)-1]
+		}
+		q.far[w] = append(q.far[w], e)
+		return
+	}
+	q.heapPush(e)
+}
+
+func (q *queue) pop() event {
+	for len(q.h) == 0 {
+		q.cur++
+		if q.cur < int64(len(q.far)) && q.far[q.cur] != nil {
+			for _, e := range q.far[q.cur] {
+				q.heapPush(e)
+			}
+			q.free = append(q.free, q.far[q.cur])
+			q.far[q.cur] = nil
+		}
+	}
+	q.n--
+	return q.heapPop()
+}
+
+func (q *queue) heapPush(e event) {
 	q.h = append(q.h, e)
 	h := q.h
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !h[i].less(&h[p]) {
+		if !e.less(&h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 }
 
-func (q *queue) pop() event {
+func (q *queue) heapPop() event {
 	h := q.h
 	top := h[0]
 	n := len(h) - 1

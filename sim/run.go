@@ -208,7 +208,6 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	if era2026 {
 		e.events = topology.EventsNone
 	}
-	e.audit.ResumeStatus, e.audit.StandaloneStatus = map[int]int64{}, map[int]int64{}
 	e.priming = e.events != topology.EventsNone && d.Era != "2025-06-18"
 	e.pollClose = e.events != topology.EventsNone && d.Era == "2025-11-25"
 	e.evBytes = max(d.Store.EventBytes(e.events, sc.Workload.EventBytes), 1)

@@ -291,11 +291,13 @@ func (e *engine) answer(id int32, c *client, in clients.Input) {
 	case 503:
 		e.t.HTTP503++
 	}
-	switch c.req {
-	case clients.ReqResume:
-		e.audit.ResumeStatus[in.Status]++
-	case clients.ReqStandalone:
-		e.audit.StandaloneStatus[in.Status]++
+	if st := in.Status; st >= 0 && st < len(e.audit.ResumeStatus) {
+		switch c.req {
+		case clients.ReqResume:
+			e.audit.ResumeStatus[st]++
+		case clients.ReqStandalone:
+			e.audit.StandaloneStatus[st]++
+		}
 	}
 	if len(e.audit.Probes) > 0 {
 		e.noteProbe(id, carried, key, in.Status)

@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stormsim/stormsim/report"
+)
+
+// The queue pops events in (time, insertion) order, like container/heap.
+func TestQueueOrder(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 9))
+	var q queue
+	ref := &intHeap{}
+	for i := 0; i < 200000; i++ {
+		if q.Len() > 0 && rng.IntN(3) == 0 {
+			got := q.pop()
+			want := heap.Pop(ref).(int64)
+			if got.at != want>>20<<24 || int64(got.seq) != want&(1<<20-1) {
+				t.Fatalf("pop %d: got (%d,%d), want (%d,%d)", i, got.at, got.seq, want>>20<<24, want&(1<<20-1))
+			}
+			continue
+		}
+		at := rng.Int64N(50) << 24 // many ties, spread over many windows
+		heap.Push(ref, (at>>24)<<20|int64(q.seq))
+		q.push(event{at: at})
+	}
+}
+
+// appendOps' O(1) path for whole steps counts exactly what the per-step
+// loop counts.
+func TestAppendOpsExact(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, priming := range []bool{true, false} {
+		const n = 40
+		mk := func(perStep int64) *engine {
+			e := &engine{step: 1e9, priming: priming, perStep: perStep, opsDiff: make([]int64, n+1)}
+			e.series = report.Series{StoreOps: make([]int64, n), Reconnects: make([]int64, n)}
+			return e
+		}
+		fast, slow := mk(5), mk(0)
+		for i := 0; i < 500; i++ {
+			a := attempt{stored: true, start: rng.Int64N(30e9), iv: 200e6, e: 400}
+			a.endN = int32(rng.IntN(int(a.e) + 1))
+			fast.appendOps(&a)
+			slow.appendOps(&a)
+		}
+		var run int64
+		for i := range fast.series.StoreOps {
+			run += fast.opsDiff[i]
+			fast.series.StoreOps[i] += run
+		}
+		if !slices.Equal(fast.series.StoreOps, slow.series.StoreOps) {
+			t.Fatalf("priming %v:\nfast %v\nslow %v", priming, fast.series.StoreOps, slow.series.StoreOps)
+		}
+	}
+}
