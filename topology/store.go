@@ -162,8 +162,8 @@ type ReplicaConfig struct {
 
 // DefaultReplica are the replica defaults.
 var DefaultReplica = ReplicaConfig{
-	DrainLimit:  120 * time.Second,
-	DrainClose:  DrainCloseAuto,
+	DrainLimit:      120 * time.Second,
+	DrainClose:      DrainCloseAuto,
 	RetryHint:       time.Second,
 	OrphanLease:     5 * time.Second,
 	AcceptQueue:     1000,
