@@ -18,7 +18,8 @@ func TestLoadShipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"steady", "deploy-restart", "crash", "network-blip", "round-robin", "sticky-vs-random"}
+	want := []string{"steady", "deploy-restart", "crash", "network-blip", "round-robin", "sticky-vs-random",
+		"scale-out", "store-outage", "long-outage-eviction", "thundering-herd", "discord-scale-down", "era-2026"}
 	for _, n := range want {
 		if _, err := f.Scenario(n); err != nil {
 			t.Errorf("shipped scenario %s: %v", n, err)
