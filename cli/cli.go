@@ -21,6 +21,7 @@ const (
 	ExitOK          = 0   // success; every threshold held
 	ExitError       = 1   // the run failed (I/O, an engine error)
 	ExitUsage       = 2   // a bad scenario file or bad arguments
+	ExitThreshold   = 99  // a threshold in the scenario's expect table failed
 	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was written
 )
 
@@ -117,7 +118,8 @@ func topUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'stormsim <command> --help' for a command's flags.")
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 run failed, 2 bad scenario or arguments, 130 interrupted.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 run failed or a regression against a baseline, 2 bad scenario or arguments,")
+	fmt.Fprintln(w, "99 a threshold failed, 130 interrupted.")
 }
 
 // newFlags returns a flag set whose --help prints usage and the flags.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -139,6 +140,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	results := expect.Evaluate(out.Report, sc.Expect)
+	failed := expect.Failed(results)
 	if !f.quiet {
 		if err := out.Report.WriteTable(env.Stdout); err != nil {
 			return err
@@ -147,6 +150,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		if !f.noCharts {
 			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(dir, plots.PageName))
 		}
+		if len(results) > 0 {
+			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(results), len(failed))
+		}
+	}
+	if len(failed) > 0 {
+		return &expect.Breach{Failed: failed}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -44,6 +45,7 @@ type subs struct {
 // scenarioOnly holds what only a [scenario.NAME] block may have.
 type scenarioOnly struct {
 	Faults []toml.Primitive `toml:"faults"`
+	Expect toml.Primitive   `toml:"expect"`
 }
 
 type designTop struct {
@@ -408,10 +410,110 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		}
 		s.Designs = append(s.Designs, d)
 	}
+	if scLayer.defined("expect") {
+		var raw map[string]any
+		ld.decode(scLayer, only.Expect, &raw)
+		s.Expect = ld.expect(scLayer.where+".expect", raw, s)
+	}
 	if len(ld.errs) > nerr {
 		return nil
 	}
 	return s
+}
+
+// expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
+// for every design, and a table per design for that design alone.
+func (ld *loader) expect(where string, raw map[string]any, s *Scenario) []Check {
+	var names []string
+	for _, d := range s.Designs {
+		names = append(names, d.Name)
+	}
+	var checks []Check
+	parse := func(where, design string, m map[string]any) {
+		allow := false
+		if v, ok := m["allow_empty"]; ok {
+			b, isBool := v.(bool)
+			if !isBool {
+				ld.errorf(where+".allow_empty", "%v is not true or false", v)
+			}
+			allow = b
+		}
+		for _, key := range sortedKeys(m) {
+			v := m[key]
+			if key == "allow_empty" {
+				continue
+			}
+			if sub, ok := v.(map[string]any); ok {
+				if design != "" {
+					ld.errorf(where+"."+key, "a design's table cannot hold another table")
+					continue
+				}
+				if !slices.Contains(names, key) {
+					ld.errorf(where+"."+key, "%q is not a design of this scenario (designs: %s)", key, strings.Join(names, ", "))
+					continue
+				}
+				ld.expectDesign(where+"."+key, key, sub, &checks)
+				continue
+			}
+			c, err := parseCheck(key, v)
+			if err != nil {
+				ld.errorf(where+"."+key, "%v; or name a design of this scenario (%s)", err, strings.Join(names, ", "))
+				continue
+			}
+			c.Design, c.AllowEmpty = design, allow
+			checks = append(checks, c)
+		}
+	}
+	parse(where, "", raw)
+	return checks
+}
+
+func (ld *loader) expectDesign(where, design string, m map[string]any, checks *[]Check) {
+	allow := false
+	if v, ok := m["allow_empty"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			ld.errorf(where+".allow_empty", "%v is not true or false", v)
+		}
+		allow = b
+	}
+	for _, key := range sortedKeys(m) {
+		if key == "allow_empty" {
+			continue
+		}
+		c, err := parseCheck(key, m[key])
+		if err != nil {
+			ld.errorf(where+"."+key, "%v", err)
+			continue
+		}
+		c.Design, c.AllowEmpty = design, allow
+		*checks = append(*checks, c)
+	}
+}
+
+// parseCheck reads one "<metric>_max = N" or "<metric>_min = N".
+func parseCheck(key string, v any) (Check, error) {
+	var c Check
+	switch {
+	case strings.HasSuffix(key, "_max"):
+		c.Metric, c.Op = strings.TrimSuffix(key, "_max"), "max"
+	case strings.HasSuffix(key, "_min"):
+		c.Metric, c.Op = strings.TrimSuffix(key, "_min"), "min"
+	default:
+		return c, fmt.Errorf("%q is not a threshold: want <metric>_max or <metric>_min (metrics: %s)", key, strings.Join(report.MetricNames(), ", "))
+	}
+	if !report.IsMetric(c.Metric) {
+		return c, fmt.Errorf("%q is not a metric (metrics: %s)", c.Metric, strings.Join(report.MetricNames(), ", "))
+	}
+	switch n := v.(type) {
+	case int64:
+		c.Bound = float64(n)
+	case float64:
+		c.Bound = n
+	default:
+		return c, fmt.Errorf("%v is not a number", v)
+	}
+	return c, nil
 }
 
 func (ld *loader) definedDesigns() []string {
@@ -636,7 +738,7 @@ func validKeys(parent []string, setLayer bool) []string {
 	case len(parent) == 1 && parent[0] == "defaults":
 		return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
 	case len(parent) == 2 && parent[0] == "scenario":
-		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults")
+		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect")
 	case len(parent) == 2 && parent[0] == "design":
 		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)
 	case len(parent) >= 2:

@@ -36,6 +36,20 @@ type Scenario struct {
 	Workload    Workload       `json:"workload"`
 	Faults      []faults.Fault `json:"faults"`
 	Designs     []Design       `json:"designs"`
+	// Expect holds the thresholds a run must meet; not part of the
+	// scenario's hash, since they judge a run rather than shape it.
+	Expect []Check `json:"-"`
+}
+
+// Check is one threshold: Metric of Design (every design when empty) must be
+// at most (Op "max") or at least (Op "min") Bound. A metric with no value
+// (a latency with no samples) fails unless AllowEmpty.
+type Check struct {
+	Design     string  `json:"design,omitempty"`
+	Metric     string  `json:"metric"`
+	Op         string  `json:"op"`
+	Bound      float64 `json:"bound"`
+	AllowEmpty bool    `json:"allow_empty,omitempty"`
 }
 
 // FaultContext is what the faults need to know about s.
