@@ -6,7 +6,7 @@ ARGS     ?=
 BIN      := bin/stormsim
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim test test-short race lint bench fuzz clean help
+.PHONY: all build sim test lint bench fuzz nightly baseline clean help
 
 all: build
 
@@ -22,7 +22,7 @@ sim: build ## run SCENARIO (default deploy-restart) in the simulator: make sim S
 test: lint ## lint, then every test, with the race detector on the concurrent packages
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/
-	$(GO) test -count=1 -race ./cli/...
+	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate' ./cli/
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -30,6 +30,12 @@ lint: ## gofmt and go vet
 
 bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op
 	$(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
+
+nightly: build ## every scenario: thresholds, baselines, results/nightly/<date>/junit.xml
+	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)
+
+baseline: build ## refresh results/baseline/*.json on purpose; commit the diff
+	./$(BIN) baseline $(ARGS)
 
 fuzz: ## fuzz the scenario loader for 30 s
 	$(GO) test -run '^$$' -fuzz FuzzLoadScenario -fuzztime 30s ./scenario/

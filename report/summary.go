@@ -48,12 +48,17 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // BaselineWindowS is how many seconds before a fault form its baseline.
 const BaselineWindowS = 30
 
+// SmoothS is the window, in seconds, over which a rate is averaged to decide
+// whether it is back within its band.
+const SmoothS = 5
+
 // RecoveryAfterFaults computes, for each fault, the seconds from the fault
 // until the reconnect rate and the 404 rate are back, for good, within 10%
 // of their mean over the BaselineWindowS seconds before the fault: the end
 // of the last step, before the next fault, in which either was above the
-// band. The band also allows three standard deviations of Poisson noise
-// around the baseline, so that a noisy baseline does not read as a storm.
+// band. Rates are averaged over the SmoothS seconds from each step on, and
+// the band also allows three standard deviations of Poisson noise around
+// the baseline, so that a noisy baseline does not read as a storm.
 // A fault that causes no excursion recovers in 0 s; one whose rates are
 // still out of the band when the run (or the next fault) comes gets nil.
 func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
@@ -88,10 +93,24 @@ func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 			return float64(sum) / float64(at-lo)
 		}
 		bRe, b404 := base(s.Reconnects), base(s.HTTP404)
-		in := func(x int64, b float64) bool { return float64(x) <= 1.1*b+3*math.Sqrt(b) }
+		// A step is back when the mean over the next SmoothS seconds is
+		// within the band, so that one noisy second does not read as a storm.
+		sw := max(int(SmoothS/step), 1)
+		mean := func(xs []int64, k int) (float64, int) {
+			hi := min(k+sw, end)
+			var sum int64
+			for _, x := range xs[k:hi] {
+				sum += x
+			}
+			return float64(sum) / float64(hi-k), hi - k
+		}
+		in := func(xs []int64, k int, b float64) bool {
+			m, n := mean(xs, k)
+			return m <= 1.1*b+3*math.Sqrt(b/float64(n))
+		}
 		last := -1
 		for k := at; k < end; k++ {
-			if !in(s.Reconnects[k], bRe) || !in(s.HTTP404[k], b404) {
+			if !in(s.Reconnects, k, bRe) || !in(s.HTTP404, k, b404) {
 				last = k
 			}
 		}

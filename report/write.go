@@ -233,9 +233,9 @@ func WriteRun(dir, run string, files map[string][]byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	tmp, err := os.MkdirTemp(dir, ".partial-")
+	tmp, err := StageDir(dir, files)
 	if err != nil {
-		return "", fmt.Errorf("report: %w", err)
+		return "", err
 	}
 	ok := false
 	defer func() {
@@ -243,14 +243,6 @@ func WriteRun(dir, run string, files map[string][]byte) (string, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-			return "", fmt.Errorf("report: %w", err)
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("report: %w", err)
-	}
 	final := filepath.Join(dir, run)
 	for i := 2; ; i++ { // two runs in the same second get distinct folders
 		if _, err := os.Stat(final); errors.Is(err, os.ErrNotExist) {
@@ -271,4 +263,30 @@ func WriteRun(dir, run string, files map[string][]byte) (string, error) {
 		}
 	}
 	return final, nil
+}
+
+// StageDir writes files (names may hold subfolders) into a new hidden
+// folder under dir and returns it; the caller renames it into place, so a
+// reader never sees a half-written folder.
+func StageDir(dir string, files map[string][]byte) (string, error) {
+	tmp, err := os.MkdirTemp(dir, ".partial-")
+	if err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	for name, data := range files {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("report: %w", err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("report: %w", err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("report: %w", err)
+	}
+	return tmp, nil
 }

@@ -204,6 +204,9 @@ func (e *engine) sessionAt(c *client, p int32) bool {
 	if e.shared {
 		return c.sessOK && c.sessEpoch == e.storeEpoch
 	}
+	if memorySurvivesRestart && c.sessProc >= 0 && e.events == topology.EventsMemory {
+		return e.procs[c.sessProc].slot == e.procs[p].slot // the deliberate fault
+	}
 	return c.sessProc == p && e.procs[p].state != procDead
 }
 

@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stormsim/stormsim/expect"
+	"github.com/stormsim/stormsim/plots"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
+)
+
+func init() {
+	register(command{name: "nightly", summary: "run every scenario, check thresholds and baselines, write junit.xml", run: nightlyCmd})
+	register(command{name: "baseline", summary: "record results/baseline/<scenario>.json from fresh runs", run: baselineCmd})
+	register(command{name: "compare", summary: "compare a run with a baseline and list what got worse", run: compareCmd})
+}
+
+// DefaultBaselines is where committed baselines live.
+const DefaultBaselines = "results/baseline"
+
+// scenarioFlags are shared by the commands that run many scenarios.
+type scenarioFlags struct {
+	file      string
+	scenarios string
+	set       listFlag
+}
+
+// load resolves the selected scenarios with the --set overrides applied to
+// each of them.
+func (f *scenarioFlags) load() ([]*scenario.Scenario, error) {
+	all, err := scenario.Load(f.file, nil)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	names := all.Names()
+	if f.scenarios != "" {
+		names = strings.Split(f.scenarios, ",")
+		for _, n := range names {
+			if !slices.Contains(all.Names(), n) {
+				return nil, usagef("no scenario %q in %s (defined: %s)", n, f.file, strings.Join(all.Names(), ", "))
+			}
+		}
+	}
+	var out []*scenario.Scenario
+	for _, n := range names {
+		file, err := scenario.Load(f.file, &scenario.Options{Set: f.set, Target: n})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		sc, err := file.Scenario(n)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func nightlyCmd(ctx context.Context, env *Env, args []string) error {
+	var f scenarioFlags
+	var out, baselines string
+	var quiet bool
+	fs := newFlags(env, "nightly", "[flags]",
+		"Run every scenario of the file under the simulator, check each one's thresholds and compare it with\n"+
+			"its baseline in BASELINES/<scenario>.json. Write OUT/<UTC date>/: junit.xml (one test case per\n"+
+			"scenario × design × check, and per design for the baseline), summary.md, and each scenario's run\n"+
+			"folder with report.json and report.html. Everything runs before anything is reported.\n"+
+			"Exit 0 when all passed, 99 when a threshold failed, 1 when only baselines regressed or are missing.")
+	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
+	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios, comma-separated")
+	fs.Var(&f.set, "set", "override a key in every scenario, repeatable (`key=value`)")
+	fs.StringVar(&out, "out", "results/nightly", "output `dir`")
+	fs.StringVar(&baselines, "baselines", DefaultBaselines, "baselines `dir`")
+	fs.BoolVar(&quiet, "quiet", false, "print only the final summary")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("nightly: takes no arguments, got %q", pos)
+	}
+	scs, err := f.load()
+	if err != nil {
+		return err
+	}
+	date := time.Now().UTC().Format("2006-01-02")
+	files := map[string][]byte{}
+	junit := &expect.JUnit{Name: "stormsim nightly " + date}
+	var sum strings.Builder
+	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
+	var thresholdsFailed, baselinesFailed int
+	var failLines []string
+	for _, sc := range scs {
+		o, err := sim.Run(ctx, sc, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("nightly: %s: %w", sc.Name, err)
+		}
+		r := o.Report
+		runFiles, err := r.Files()
+		if err != nil {
+			return err
+		}
+		charts, err := plots.Render(r)
+		if err != nil {
+			return err
+		}
+		files[sc.Name+"/report.json"] = runFiles["report.json"]
+		files[sc.Name+"/summary.md"] = runFiles["summary.md"]
+		files[sc.Name+"/"+plots.PageName] = charts[plots.PageName]
+
+		results := expect.Evaluate(r, sc.Expect)
+		failed := expect.Failed(results)
+		var designs []string
+		for _, d := range r.Designs {
+			designs = append(designs, d.Name)
+		}
+		cmp, berr := compareWithBaseline(filepath.Join(baselines, sc.Name+".json"), r)
+		junit.AddScenario(sc.Name, designs, results, cmp, berr)
+		nreg := 0
+		if cmp != nil {
+			nreg = len(cmp.Regressions)
+		}
+		thresholdsFailed += len(failed)
+		if berr != nil || nreg > 0 {
+			baselinesFailed++
+		}
+		for _, fr := range failed {
+			failLines = append(failLines, fr.String())
+		}
+		regs := fmt.Sprint(nreg)
+		if berr != nil {
+			regs = "no baseline"
+		}
+		fmt.Fprintf(&sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
+		if !quiet {
+			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, regressions: %s\n", sc.Name, len(results), len(failed), regs)
+		}
+		if cmp != nil {
+			for _, c := range cmp.Regressions {
+				failLines = append(failLines, sc.Name+"/"+c.String())
+			}
+		}
+		if berr != nil {
+			failLines = append(failLines, sc.Name+": "+berr.Error())
+		}
+	}
+	if len(failLines) > 0 {
+		sum.WriteString("\n## Failures\n\n")
+		for _, l := range failLines {
+			sum.WriteString("- " + l + "\n")
+		}
+	}
+	ju, err := junit.Marshal()
+	if err != nil {
+		return err
+	}
+	files["junit.xml"] = ju
+	files["summary.md"] = []byte(sum.String())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dir, err := replaceDir(out, date, files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "nightly: %d scenarios, %d tests, %d failed; %s\n", len(scs), junit.Tests, junit.Failures, filepath.Join(dir, "junit.xml"))
+	for _, l := range failLines {
+		fmt.Fprintln(env.Stdout, "  "+l)
+	}
+	switch {
+	case thresholdsFailed > 0:
+		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %d threshold(s) failed", thresholdsFailed)}
+	case baselinesFailed > 0:
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d scenario(s) regressed or have no baseline", baselinesFailed)}
+	}
+	return nil
+}
+
+// exitErr carries its own exit code.
+type exitErr struct {
+	code int
+	msg  string
+}
+
+func (e exitErr) Error() string { return e.msg }
+func (e exitErr) ExitCode() int { return e.code }
+
+func compareWithBaseline(path string, r *report.Report) (*expect.Comparison, error) {
+	base, err := expect.ReadRun(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no baseline at %s: record one with make baseline", path)
+		}
+		return nil, err
+	}
+	cur := expect.FromReport(r)
+	return expect.Compare(base, cur, expect.DefaultTolerances(r.Engine))
+}
+
+// replaceDir writes files into parent/name atomically, replacing what was
+// there: the new folder is complete before the old one goes.
+func replaceDir(parent, name string, files map[string][]byte) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := report.StageDir(parent, files)
+	if err != nil {
+		return "", err
+	}
+	final := filepath.Join(parent, name)
+	old := final + ".old"
+	os.RemoveAll(old)
+	if _, err := os.Stat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	os.RemoveAll(old)
+	return final, nil
+}
+
+func baselineCmd(ctx context.Context, env *Env, args []string) error {
+	var f scenarioFlags
+	var dir string
+	fs := newFlags(env, "baseline", "[flags]",
+		"Run the scenarios under the simulator and write DIR/<scenario>.json: every metric of every design, the\n"+
+			"scenario hash and the machine architecture. Commit the result on purpose: the diff shows what changed.")
+	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
+	fs.StringVar(&f.scenarios, "scenarios", "", "record only these scenarios, comma-separated")
+	fs.Var(&f.set, "set", "override a key in every scenario, repeatable (`key=value`)")
+	fs.StringVar(&dir, "dir", DefaultBaselines, "baselines `dir`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("baseline: takes no arguments, got %q", pos)
+	}
+	scs, err := f.load()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, sc := range scs {
+		o, err := sim.Run(ctx, sc, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		data, err := expect.FromReport(o.Report).JSON()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, sc.Name+".json")
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "baseline: %s\n", path)
+	}
+	return nil
+}
+
+func compareCmd(_ context.Context, env *Env, args []string) error {
+	var tol string
+	fs := newFlags(env, "compare", "BASELINE CURRENT [--tolerance metric=rel,...]",
+		"Compare CURRENT with BASELINE (each a report.json, a run folder or a baseline file) and print, per design\n"+
+			"and metric, what got worse and by how much. Simulator runs are deterministic: lost events and 404s\n"+
+			"may not rise at all by default, other metrics 5%; live runs get 10%. Exit 1 on a regression.")
+	fs.StringVar(&tol, "tolerance", "", "relative tolerances, `metric=rel,...` (\"*\" for every metric)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("compare: want BASELINE and CURRENT, got %d arguments", len(pos))
+	}
+	base, err := expect.ReadRun(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	cur, err := expect.ReadRun(pos[1])
+	if err != nil {
+		return usageError{err}
+	}
+	tols, err := expect.ParseTolerances(tol, expect.DefaultTolerances(cur.Engine))
+	if err != nil {
+		return usageError{err}
+	}
+	cmp, err := expect.Compare(base, cur, tols)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintf(env.Stdout, "compare %s: %s -> %s (%s engine)\n", cmp.Scenario, pos[0], pos[1], cur.Engine)
+	fmt.Fprintf(env.Stdout, "tolerances: %s\n", describeTolerances(tols))
+	for _, n := range cmp.Notes {
+		fmt.Fprintln(env.Stdout, "note: "+n)
+	}
+	if len(cmp.Regressions) == 0 {
+		fmt.Fprintln(env.Stdout, "no regressions")
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "%d regression(s):\n", len(cmp.Regressions))
+	for _, c := range cmp.Regressions {
+		fmt.Fprintln(env.Stdout, "  "+c.String())
+	}
+	return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %d regression(s)", len(cmp.Regressions))}
+}
+
+func describeTolerances(t expect.Tolerances) string {
+	var exact, other []string
+	for k, v := range t {
+		switch {
+		case k == "*":
+		case v == 0:
+			exact = append(exact, k)
+		default:
+			other = append(other, fmt.Sprintf("%s %g%%", k, 100*v))
+		}
+	}
+	slices.Sort(exact)
+	slices.Sort(other)
+	s := fmt.Sprintf("every other metric %g%%", 100*t["*"])
+	if len(other) > 0 {
+		s = strings.Join(other, ", ") + "; " + s
+	}
+	if len(exact) > 0 {
+		s = strings.Join(exact, ", ") + " exact; " + s
+	}
+	return s
+}

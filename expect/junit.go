@@ -1,0 +1,89 @@
+package expect
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strings"
+)
+
+// JUnit is a junit.xml document: one suite per scenario, one test case per
+// scenario × design × check, plus one per design for the baseline.
+type JUnit struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Suites   []JUnitSuite `xml:"testsuite"`
+}
+
+// JUnitSuite is one scenario.
+type JUnitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Cases    []JUnitCase `xml:"testcase"`
+}
+
+// JUnitCase is one check.
+type JUnitCase struct {
+	ClassName string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Failure   *JUnitFailure `xml:"failure,omitempty"`
+}
+
+// JUnitFailure carries the numbers of a failed check.
+type JUnitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// AddScenario adds a scenario's threshold results and baseline comparison
+// (nil when there was none to compare with; note says why).
+func (j *JUnit) AddScenario(name string, designs []string, results []Result, cmp *Comparison, baselineErr error) {
+	s := JUnitSuite{Name: name}
+	for _, r := range results {
+		c := JUnitCase{ClassName: name + "." + r.Design, Name: r.Metric + "_" + r.Op}
+		if !r.Pass {
+			c.Failure = &JUnitFailure{Message: r.String(), Type: "threshold", Text: r.String()}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	for _, d := range designs {
+		c := JUnitCase{ClassName: name + "." + d, Name: "baseline"}
+		switch {
+		case baselineErr != nil:
+			c.Failure = &JUnitFailure{Message: baselineErr.Error(), Type: "baseline", Text: baselineErr.Error()}
+		case cmp != nil:
+			var lines []string
+			for _, r := range cmp.Regressions {
+				if r.Design == d {
+					lines = append(lines, r.String())
+				}
+			}
+			if len(lines) > 0 {
+				msg := fmt.Sprintf("%d metric(s) regressed against the baseline", len(lines))
+				c.Failure = &JUnitFailure{Message: msg, Type: "regression", Text: strings.Join(lines, "\n")}
+			}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		if c.Failure != nil {
+			s.Failures++
+		}
+	}
+	j.Suites = append(j.Suites, s)
+	j.Tests += s.Tests
+	j.Failures += s.Failures
+}
+
+// Marshal encodes the document with its XML header.
+func (j *JUnit) Marshal() ([]byte, error) {
+	b, err := xml.MarshalIndent(j, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
