@@ -7,8 +7,17 @@ import (
 	"github.com/montanaflynn/stats"
 )
 
-// LatencyBoundsMS are the histogram bucket bounds, in milliseconds.
-var LatencyBoundsMS = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1e6, 1e7}
+// LatencyBoundsMS are the histogram bucket bounds, in milliseconds: ten per
+// decade from 0.1 ms to 10^7 ms (about 2.8 hours), so a CDF drawn from the
+// histogram is within 26% of the true latency everywhere.
+var LatencyBoundsMS = func() []float64 {
+	var b []float64
+	for k := -10; k <= 70; k++ {
+		v := math.Pow(10, float64(k)/10)
+		b = append(b, math.Round(v*1000)/1000)
+	}
+	return b
+}()
 
 // Summarise turns latency samples (ms) into a Latency block. The quantiles
 // are nearest-rank, so each one is a sample that happened. samples is sorted
