@@ -174,8 +174,10 @@ func (b *Brain) later(r Req, d time.Duration) Action {
 	}
 	b.next = b.send(r, true)
 	b.pending = ReqNone
-	if d <= 0 {
-		return b.next
+	if d <= 0 { // send at once: the request is in flight now
+		a := b.next
+		b.next, b.pending = Action{}, a.Req
+		return a
 	}
 	return Action{Kind: ActWait, Delay: d}
 }
@@ -253,13 +255,14 @@ func (b *Brain) retryStatus(r Req, hint time.Duration) Action {
 	if b.retries >= b.cfg.MaxRetries {
 		return b.fail(CauseAbandoned)
 	}
+	d := hint
+	if d <= 0 || !b.cfg.HonorRetryHint {
+		d = b.backoff() // attempt n waits the n-th delay: before counting it
+	}
 	b.retries++
 	b.next = b.send(r, true)
 	b.pending = ReqNone
-	if hint > 0 && b.cfg.HonorRetryHint {
-		return Action{Kind: ActWait, Delay: hint}
-	}
-	return Action{Kind: ActWait, Delay: b.backoff()}
+	return Action{Kind: ActWait, Delay: d}
 }
 
 // Step feeds one input to the brain and returns what to do next.
@@ -398,11 +401,12 @@ func (b *Brain) streamEnd(in Input) Action {
 			if b.retries >= b.cfg.MaxRetries {
 				return b.fail(CauseAbandoned)
 			}
+			d := delay()
 			b.retries++
 			b.next = b.send(ReqStandalone, true)
 			b.pending = ReqNone
 			b.hanging = false
-			return Action{Kind: ActWait, Delay: delay()}
+			return Action{Kind: ActWait, Delay: d}
 		}
 		return b.later(ReqCall, delay())
 	}

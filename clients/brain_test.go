@@ -191,3 +191,40 @@ func TestProfilesValid(t *testing.T) {
 		}
 	}
 }
+
+// With no backoff the reconnect is sent at once, and its answer still
+// reaches the brain: a 503 on it is retried, not ignored.
+func TestZeroDelayKeepsPending(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Profile("compliant")
+	cfg.Strategy = StrategyNone
+	b := New(&cfg, rand.New(rand.NewPCG(1, 1)))
+	open(t, b)
+	a := b.Step(Input{Kind: InStreamEnd, Cursor: 4, HasID: true})
+	if a.Kind != ActSend || a.Req != ReqResume {
+		t.Fatalf("drop: %+v, want an immediate resume", a)
+	}
+	if b.Pending() != ReqResume {
+		t.Fatalf("pending = %v, want resume", b.Pending())
+	}
+	if a := b.Step(Input{Kind: InResponse, Status: 503}); a.Kind != ActWait {
+		t.Fatalf("503 on the resume: %+v, want a retry", a)
+	}
+}
+
+// Retries after 503s wait base, base·f, base·f², ...: no step is skipped.
+func TestBackoffSequenceAfter503(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Profile("compliant")
+	cfg.Jitter, cfg.Factor, cfg.MaxRetries = JitterNone, 2, 10
+	b := New(&cfg, rand.New(rand.NewPCG(1, 1)))
+	b.Step(Input{Kind: InStartCall})
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	for i, w := range want {
+		a := b.Step(Input{Kind: InResponse, Status: 503})
+		if a.Kind != ActWait || a.Delay != w {
+			t.Fatalf("503 #%d: %+v, want a wait of %v", i, a, w)
+		}
+		b.Step(Input{Kind: InTimer})
+	}
+}

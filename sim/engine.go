@@ -55,6 +55,7 @@ type conn struct {
 	slot    int32 // index in the proc's conns list
 	from    int64 // when events start reaching the client
 	base    int32 // cursor when the connection opened
+	replayN int32 // events in the replay, until it arrives
 }
 
 type client struct {
@@ -112,6 +113,7 @@ type attempt struct {
 	fixedN    int32 // Redis: events it holds, once ended
 	memIdx    int32 // index in its process's memory store, -1 none
 	restartLo int32 // Redis: first index appended after a store restart
+	prev      int32 // the call's attempt before this one, -1 none
 }
 
 type proc struct {
@@ -521,6 +523,7 @@ func (e *engine) act(id int32, c *client, a clients.Action) {
 			c.deferred = a
 			c.tok++
 			e.schedule(c.awayUntil, evTimer, id, c.tok)
+			e.armTimeout(id, c) // the call may not outlast its timeout while away
 			return
 		}
 		e.send(id, c, a)
@@ -539,6 +542,7 @@ func (e *engine) send(id int32, c *client, a clients.Action) {
 			c.deferred, c.waitSlot = a, true
 			c.tok++
 			e.reconnWait = append(e.reconnWait, id)
+			e.armTimeout(id, c)
 			return
 		}
 		e.reconnInflight++
@@ -599,7 +603,7 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 		cl.maxProduced = prev
 	}
 	a := attempt{
-		client: id, proc: p, follower: id, e: cl.e, prevMax: prev,
+		client: id, proc: p, follower: id, e: cl.e, prevMax: prev, prev: cl.attempt,
 		start: e.now, iv: e.iv, stored: e.events != topology.EventsNone, isCur: true,
 	}
 	ai := int32(len(e.attempts))
@@ -707,7 +711,11 @@ func (e *engine) settle(c *client) {
 	if !a.isCur {
 		return
 	}
-	upto := e.produced(a, e.now)
+	upto := e.reached(c, a)
+	if k.replayN > 0 {
+		e.t.EventsReplayed += int64(k.replayN) // the replay arrived
+		k.replayN = 0
+	}
 	if upto > a.live {
 		e.stats.ArithmeticEvents += int64(upto - a.live)
 		a.live = upto
@@ -738,7 +746,7 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 	}
 	var cursor int32 = -1
 	if k.kind != connStandalone && k.attempt >= 0 {
-		cursor = e.produced(&e.attempts[k.attempt], e.now)
+		cursor = e.reached(c, &e.attempts[k.attempt])
 		if k.kind == connResume && e.now < k.from {
 			cursor = k.base
 		}
@@ -811,7 +819,6 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 		n = 0
 	}
 	e.t.Resumes++
-	e.t.EventsReplayed += int64(n)
 	if c.call.waitResume {
 		e.audit.DropsWithIDResumed++
 		c.call.waitResume = false
@@ -824,6 +831,7 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 		c.call.replayFrom = c.call.lastDrop
 	}
 	e.connect(c, id, connResume, ai, p, e.now+lat, cursor)
+	c.conn.replayN = n // counted as replayed when the replay reaches the client
 	return 200, false
 }
 
@@ -928,12 +936,14 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	if e.events == topology.EventsNone && a.endN > a.live {
 		e.t.EventsWasted += int64(a.endN - a.live)
 	}
-	if a.prevMax > 0 {
-		e.t.EventsRedone += int64(min(a.endN, a.prevMax))
+	// Earlier attempts may still be running: a disconnect cancels nothing.
+	earlier := max(a.prevMax, e.chainMax(a.prev))
+	if earlier > 0 {
+		e.t.EventsRedone += int64(min(a.endN, earlier))
 	}
 	if a.isCur && c.call.active {
 		cl := &c.call
-		cl.maxProduced = max(cl.maxProduced, a.endN)
+		cl.maxProduced = max(cl.maxProduced, a.endN, earlier)
 		if dead && cl.maxProduced < cl.unprodMark {
 			e.t.EventsUnproduced += int64(cl.unprodMark - cl.maxProduced)
 			cl.unprodMark = cl.maxProduced
@@ -987,7 +997,7 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 	}
 	maxP := cl.maxProduced
 	if cl.attempt >= 0 {
-		maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now))
+		maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now), e.chainMax(e.attempts[cl.attempt].prev))
 		e.attempts[cl.attempt].isCur = false
 	}
 	if cl.unprodMark < cl.e {
@@ -1412,6 +1422,17 @@ func (e *engine) memorySettle(p int32) int64 {
 		}
 	}
 	pr.purgeK += lo
+	// A stream with fewer events than the rounds loses only what it has:
+	// move its start mark so that its later events are not purged already.
+	j := 0
+	for i := range m.ai {
+		if rems[j] < lo {
+			k0 := m.k0[i] + lo - rems[j]
+			m.k0[i] = k0
+			e.attempts[m.ai[i]].k0 = k0
+		}
+		j++
+	}
 	return after(lo) * e.evBytes
 }
 
@@ -1470,7 +1491,7 @@ func (e *engine) finish() {
 		if cl.unprodMark < cl.e {
 			maxP := cl.maxProduced
 			if cl.attempt >= 0 {
-				maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now))
+				maxP = max(maxP, e.produced(&e.attempts[cl.attempt], e.now), e.chainMax(e.attempts[cl.attempt].prev))
 			}
 			e.audit.UnproducedRecovered += int64(maxP - cl.unprodMark)
 			e.audit.UnproducedPending += int64(cl.e - maxP)
@@ -1501,6 +1522,39 @@ func (e *engine) finish() {
 func (e *engine) armTimeout(id int32, c *client) {
 	if c.call.active && !c.call.armed {
 		c.call.armed = true
-		e.schedule(c.call.start+int64(e.d.Client.CallTimeout), evCallTimeout, id, c.ctok)
+		e.schedule(max(c.call.start+int64(e.d.Client.CallTimeout), e.now), evCallTimeout, id, c.ctok)
 	}
+}
+
+// reached is the last event of a that has reached the client on its
+// connection by now. A follower on another replica reads the stream from
+// Redis, so it never gets past an event whose append failed in an outage.
+func (e *engine) reached(c *client, a *attempt) int32 {
+	upto := e.produced(a, e.now)
+	if k := &c.conn; k.kind == connResume && k.proc != a.proc && e.events == topology.EventsRedis {
+		for _, g := range e.gaps {
+			if g.from > e.now {
+				continue
+			}
+			// The first event produced at or after the gap began is missing.
+			last := int32((g.from - 1 - a.start) / a.iv)
+			if g.from <= a.start {
+				last = -1
+			}
+			if last >= k.base && last < upto && e.prodTime(a, last+1) < g.until {
+				upto = max(last, k.base)
+			}
+		}
+	}
+	return upto
+}
+
+// chainMax is the highest index any attempt from ai back through its
+// predecessors has produced by now.
+func (e *engine) chainMax(ai int32) int32 {
+	var m int32
+	for ; ai >= 0; ai = e.attempts[ai].prev {
+		m = max(m, e.produced(&e.attempts[ai], e.now))
+	}
+	return m
 }
