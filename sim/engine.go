@@ -68,7 +68,6 @@ type client struct {
 	nextDrop  int64
 	dropSched int64 // time of the drop tick in the queue, -1 none
 	awayUntil int64
-	deferred  clients.Action // a send held while the client is away
 
 	calls    int
 	think    int64 // think time after the current call
@@ -83,7 +82,6 @@ type client struct {
 	req       clients.Req
 	reqCursor int32
 	admitProc int32         // the process a queued request waits on
-	stash     clients.Input // an answer on its way back
 	sessEpoch uint32        // the store epoch a shared session was written in
 	holdsSlot bool          // holds one of the reconnect slots
 	waitSlot  bool          // waits for one
@@ -181,6 +179,12 @@ type engine struct {
 	storeEpoch  uint32 // bumped when Redis restarts empty
 	storeFree   []int64
 	producing   int64 // running attempts appending to Redis
+
+	// Rare per-client state, kept out of the client struct so that the hot
+	// one stays small: a send held while the client is away or waits for a
+	// reconnect slot, and an answer on its way back after a store timeout.
+	deferred map[int32]clients.Action
+	stash    map[int32]clients.Input
 
 	reconnCap      int
 	reconnInflight int
@@ -315,6 +319,7 @@ func (e *engine) run() {
 		e.slots[i] = e.newProc(int32(i))
 	}
 	e.reconnCap = e.d.Client.MaxConcurrentReconnects
+	e.deferred, e.stash = map[int32]clients.Action{}, map[int32]clients.Input{}
 	e.clients = make([]client, len(e.arrivals))
 	// Room for the attempts and the queue a run of this size will need, so
 	// the hot loop does not spend its time growing slices.
@@ -382,7 +387,9 @@ func (e *engine) dispatch(ev event) {
 			case atHandler:
 				e.handleQueued(ev.id, c)
 			case atClient:
-				e.answer(ev.id, c, c.stash)
+				in := e.stash[ev.id]
+				delete(e.stash, ev.id)
+				e.answer(ev.id, c, in)
 			}
 		}
 	case evLBNotice:
@@ -395,9 +402,8 @@ func (e *engine) dispatch(ev event) {
 	case evTimer:
 		c := &e.clients[ev.id]
 		if ev.tok == c.tok {
-			if c.deferred.Kind == clients.ActSend {
-				a := c.deferred
-				c.deferred = clients.Action{}
+			if a, ok := e.deferred[ev.id]; ok {
+				delete(e.deferred, ev.id)
 				e.act(ev.id, c, a)
 				return
 			}
@@ -520,7 +526,7 @@ func (e *engine) act(id int32, c *client, a clients.Action) {
 	switch a.Kind {
 	case clients.ActSend:
 		if e.now < c.awayUntil {
-			c.deferred = a
+			e.deferred[id] = a
 			c.tok++
 			e.schedule(c.awayUntil, evTimer, id, c.tok)
 			e.armTimeout(id, c) // the call may not outlast its timeout while away
@@ -539,7 +545,7 @@ func (e *engine) send(id int32, c *client, a clients.Action) {
 	// A cap on concurrent reconnects: wait for a slot, in arrival order.
 	if a.Reconnect && e.reconnCap > 0 && !c.holdsSlot {
 		if e.reconnInflight >= e.reconnCap {
-			c.deferred, c.waitSlot = a, true
+			e.deferred[id], c.waitSlot = a, true
 			c.tok++
 			e.reconnWait = append(e.reconnWait, id)
 			e.armTimeout(id, c)
@@ -988,7 +994,7 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 	e.disconnect(id, c)
 	c.tok++
 	c.ctok++
-	c.deferred = clients.Action{}
+	delete(e.deferred, id)
 	c.waitSlot = false
 	e.releaseSlot(c)
 	cl := &c.call

@@ -63,7 +63,7 @@ func (e *engine) handleQueued(id int32, c *client) {
 func (e *engine) handle(id int32, c *client, p int32) {
 	in, delay := e.serveOn(id, c, p)
 	if delay > 0 {
-		c.stash = in
+		e.stash[id] = in
 		e.q.push(event{at: e.now + delay, kind: evResponse, id: id, tok: c.tok, aux: atClient})
 		return
 	}
@@ -336,8 +336,9 @@ func (e *engine) releaseSlot(c *client) {
 		if !w.waitSlot {
 			continue
 		}
-		a := w.deferred
-		w.waitSlot, w.deferred = false, clients.Action{}
+		a := e.deferred[id]
+		delete(e.deferred, id)
+		w.waitSlot = false
 		e.send(id, w, a)
 	}
 }
