@@ -81,10 +81,10 @@ type client struct {
 
 	req       clients.Req
 	reqCursor int32
-	admitProc int32         // the process a queued request waits on
-	sessEpoch uint32        // the store epoch a shared session was written in
-	holdsSlot bool          // holds one of the reconnect slots
-	waitSlot  bool          // waits for one
+	admitProc int32  // the process a queued request waits on
+	sessEpoch uint32 // the store epoch a shared session was written in
+	holdsSlot bool   // holds one of the reconnect slots
+	waitSlot  bool   // waits for one
 
 	call call
 	conn conn
