@@ -49,40 +49,36 @@ func TestConservation(t *testing.T) {
 	}
 }
 
-// The same seed gives the same bytes; another seed changes the numbers.
+// For every shipped scenario: the same seed gives the same bytes, another
+// seed changes the numbers, and running one design alone (or the designs one
+// at a time) gives rows identical to the full run's.
 func TestDeterminism(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"deploy-restart", "network-blip", "crash"} {
-		a, _ := run(t, load(t, name)).Report.JSON()
-		b, _ := run(t, load(t, name)).Report.JSON()
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s: two runs with seed 42 differ", name)
-		}
-		c := run(t, load(t, name, "seed=43")).Report
-		r := run(t, load(t, name)).Report
-		for i := range r.Designs {
-			if cmp.Equal(r.Designs[i].Totals, c.Designs[i].Totals) && cmp.Equal(r.Designs[i].Series, c.Designs[i].Series) {
-				t.Errorf("%s/%s: seed 43 gives the same totals and series as seed 42", name, r.Designs[i].Name)
+	for _, name := range shippedNames(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc := load(t, name)
+			full := run(t, sc).Report
+			a, _ := full.JSON()
+			b, _ := run(t, load(t, name)).Report.JSON()
+			if !bytes.Equal(a, b) {
+				t.Errorf("two runs with seed 42 differ")
 			}
-		}
-	}
-}
-
-// Running a subset of designs, or running them one at a time, changes no row.
-func TestDesignSubsetIdentical(t *testing.T) {
-	t.Parallel()
-	sc := load(t, "deploy-restart")
-	full := run(t, sc).Report
-	for _, sub := range [][]string{{"redis-shared"}, {"memory-roundrobin", "stateless"}} {
-		out, err := Run(context.Background(), sc, &Options{Designs: sub, Parallel: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range out.Report.Designs {
-			if diff := cmp.Diff(*full.Design(d.Name), d); diff != "" {
-				t.Errorf("design %s differs when run as %v (-full +subset):\n%s", d.Name, sub, diff)
+			c := run(t, load(t, name, "seed=43")).Report
+			for i := range full.Designs {
+				if cmp.Equal(full.Designs[i].Totals, c.Designs[i].Totals) && cmp.Equal(full.Designs[i].Series, c.Designs[i].Series) {
+					t.Errorf("%s: seed 43 gives the same totals and series as seed 42", full.Designs[i].Name)
+				}
 			}
-		}
+			last := sc.Designs[len(sc.Designs)-1].Name
+			out, err := Run(context.Background(), sc, &Options{Designs: []string{last}, Parallel: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(*full.Design(last), out.Report.Designs[0]); diff != "" {
+				t.Errorf("design %s differs when run alone (-full +alone):\n%s", last, diff)
+			}
+		})
 	}
 }
 
