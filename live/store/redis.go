@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configures a Redis store. A nil *RedisOptions means the
+// defaults.
+type RedisOptions struct {
+	MaxLen     int64         // approximate events kept per stream; 0 = all
+	TTL        time.Duration // a stream expires this long after its last append; 0 = never
+	SessionTTL time.Duration // a session record expires this long after its last touch; 0 = never
+}
+
+// Redis keeps events in Redis Streams and sessions as records with a TTL.
+// It is safe for concurrent use; every field is fixed at creation.
+type Redis struct {
+	rdb  redis.UniversalClient
+	opts RedisOptions
+}
+
+var _ Events = (*Redis)(nil)
+
+// NewRedis returns a store over rdb.
+func NewRedis(rdb redis.UniversalClient, opts *RedisOptions) *Redis {
+	r := &Redis{rdb: rdb}
+	if opts != nil {
+		r.opts = *opts
+	}
+	return r
+}
+
+func sessionKey(session string) string { return "stormsim:{" + session + "}:session" }
+func streamsKey(session string) string { return "stormsim:{" + session + "}:streams" }
+func streamKey(session, stream string) string {
+	return "stormsim:{" + session + "}:s:" + stream
+}
+func leaseKey(session, stream string) string {
+	return "stormsim:{" + session + "}:lease:" + stream
+}
+
+func entryID(index int64) string { return strconv.FormatInt(index, 10) + "-1" }
+
+// cursorID is the stream ID just before the event after the cursor: "0-0"
+// for a cursor before the priming event.
+func cursorID(after int64) string {
+	if after < 0 {
+		return "0-0"
+	}
+	return entryID(after)
+}
+
+func entryIndex(id string) (int64, error) {
+	ms, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, fmt.Errorf("store: bad stream entry id %q", id)
+	}
+	return strconv.ParseInt(ms, 10, 64)
+}
+
+// Append adds the event with XADD (approximate MAXLEN) and refreshes the
+// stream's TTL, pipelined in one round trip.
+func (r *Redis) Append(ctx context.Context, session, stream string, ev Event) error {
+	key := streamKey(session, stream)
+	args := &redis.XAddArgs{Stream: key, ID: entryID(ev.Index), Values: map[string]any{"d": ev.Data}}
+	if ev.Final {
+		args.Values = map[string]any{"d": ev.Data, "f": "1"}
+	}
+	if r.opts.MaxLen > 0 {
+		args.MaxLen, args.Approx = r.opts.MaxLen, true
+	}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, args)
+		p.SAdd(ctx, streamsKey(session), stream)
+		if r.opts.TTL > 0 {
+			p.Expire(ctx, key, r.opts.TTL)
+			p.Expire(ctx, streamsKey(session), r.opts.TTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: append %s/%s #%d: %w", session, stream, ev.Index, err)
+	}
+	return nil
+}
+
+// After replays with XRANGE from just after the cursor. It fails with
+// ErrPurged when the first event returned is not the next index, when the
+// indices have a gap, or when the stream is gone though the cursor says it
+// had events.
+func (r *Redis) After(ctx context.Context, session, stream string, after int64) ([]Event, error) {
+	key := streamKey(session, stream)
+	msgs, err := r.rdb.XRange(ctx, key, "("+cursorID(after), "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: replay %s/%s: %w", session, stream, err)
+	}
+	if len(msgs) == 0 {
+		n, err := r.rdb.Exists(ctx, key).Result()
+		if err != nil {
+			return nil, fmt.Errorf("store: replay %s/%s: %w", session, stream, err)
+		}
+		if n == 0 {
+			return nil, ErrPurged // expired, trimmed away or lost in a restart
+		}
+		return nil, nil
+	}
+	return decode(msgs, after)
+}
+
+// decode turns stream entries into events, checking they follow after
+// without a gap.
+func decode(msgs []redis.XMessage, after int64) ([]Event, error) {
+	out := make([]Event, 0, len(msgs))
+	next := after + 1
+	for _, m := range msgs {
+		idx, err := entryIndex(m.ID)
+		if err != nil {
+			return nil, err
+		}
+		if idx != next {
+			return nil, ErrPurged
+		}
+		d, _ := m.Values["d"].(string)
+		f, _ := m.Values["f"].(string)
+		out = append(out, Event{Index: idx, Data: []byte(d), Final: f == "1"})
+		next++
+	}
+	return out, nil
+}
+
+// Follow blocks (XREAD BLOCK) until events after the cursor exist, for at
+// most block, and returns them; none when the wait ran out. A replica that
+// resumes a stream another replica produces follows it with this.
+func (r *Redis) Follow(ctx context.Context, session, stream string, after int64, block time.Duration) ([]Event, error) {
+	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{streamKey(session, stream), cursorID(after)}, Block: block, Count: 1000}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: follow %s/%s: %w", session, stream, err)
+	}
+	if len(res) == 0 {
+		return nil, nil
+	}
+	return decode(res[0].Messages, after)
+}
+
+// SessionClosed deletes the session's streams, leases and record.
+func (r *Redis) SessionClosed(ctx context.Context, session string) error {
+	streams, err := r.rdb.SMembers(ctx, streamsKey(session)).Result()
+	if err != nil {
+		return fmt.Errorf("store: close %s: %w", session, err)
+	}
+	keys := []string{sessionKey(session), streamsKey(session)}
+	for _, s := range streams {
+		keys = append(keys, streamKey(session, s), leaseKey(session, s))
+	}
+	if err := r.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("store: close %s: %w", session, err)
+	}
+	return nil
+}
+
+// CreateSession writes the session record; any replica can then serve it.
+func (r *Redis) CreateSession(ctx context.Context, session string) error {
+	if err := r.rdb.Set(ctx, sessionKey(session), "1", r.opts.SessionTTL).Err(); err != nil {
+		return fmt.Errorf("store: create session: %w", err)
+	}
+	return nil
+}
+
+// SessionExists reads the session record and refreshes its TTL.
+func (r *Redis) SessionExists(ctx context.Context, session string) (bool, error) {
+	var n int64
+	var err error
+	if r.opts.SessionTTL > 0 {
+		n, err = r.rdb.Exists(ctx, sessionKey(session)).Result()
+		if err == nil && n > 0 {
+			err = r.rdb.Expire(ctx, sessionKey(session), r.opts.SessionTTL).Err()
+		}
+	} else {
+		n, err = r.rdb.Exists(ctx, sessionKey(session)).Result()
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: session: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Lease marks a call as running for d; the producer renews it while it
+// works. A follower that finds no lease and no final event knows the call
+// is orphaned.
+func (r *Redis) Lease(ctx context.Context, session, stream string, d time.Duration) error {
+	if err := r.rdb.Set(ctx, leaseKey(session, stream), "1", d).Err(); err != nil {
+		return fmt.Errorf("store: lease: %w", err)
+	}
+	return nil
+}
+
+// Leased reports whether the call's lease is still held.
+func (r *Redis) Leased(ctx context.Context, session, stream string) (bool, error) {
+	n, err := r.rdb.Exists(ctx, leaseKey(session, stream)).Result()
+	if err != nil {
+		return false, fmt.Errorf("store: lease: %w", err)
+	}
+	return n > 0, nil
+}

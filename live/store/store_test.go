@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stormsim/stormsim/live/redisd"
+)
+
+// startRedis starts a private redis-server for one test; a missing
+// redis-server fails the test, it is not skipped.
+func startRedis(t *testing.T) (*redisd.Server, *redis.Client) {
+	t.Helper()
+	srv, err := redisd.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := srv.PID()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() {
+		rdb.Close()
+		srv.Close()
+		if redisd.Alive(pid) {
+			t.Errorf("redis-server %d outlived its test", pid)
+		}
+	})
+	return srv, rdb
+}
+
+func appendN(t *testing.T, s Events, session, stream string, from, to int64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if err := s.Append(context.Background(), session, stream, Event{Index: i, Data: []byte(fmt.Sprintf("e%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Both stores: append and replay keep order, and a replay gives only that
+// stream's events after the cursor.
+func TestAppendReplayOrder(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	for name, s := range map[string]Events{"memory": NewMemory(0, 0), "redis": NewRedis(rdb, nil)} {
+		appendN(t, s, "sess", "a", 0, 20)
+		appendN(t, s, "sess", "b", 0, 5) // another stream of the same session
+		got, err := s.After(context.Background(), "sess", "a", 7)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != 13 || got[0].Index != 8 || string(got[12].Data) != "e20" {
+			t.Fatalf("%s: replay after 7 = %d events from %v", name, len(got), got)
+		}
+		for i, e := range got {
+			if e.Index != int64(8+i) {
+				t.Fatalf("%s: event %d has index %d", name, i, e.Index)
+			}
+		}
+		if got, _ := s.After(context.Background(), "sess", "a", 20); len(got) != 0 {
+			t.Errorf("%s: replay after the last event gave %d", name, len(got))
+		}
+	}
+}
+
+// MAXLEN eviction in Redis, and the byte cap in memory, give ErrPurged for a
+// cursor before what is left, never a partial replay.
+func TestEvictionGivesPurged(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, &RedisOptions{MaxLen: 10})
+	appendN(t, r, "s", "x", 0, 999)
+	if _, err := r.After(context.Background(), "s", "x", 5); !errors.Is(err, ErrPurged) {
+		t.Errorf("redis: replay from an evicted cursor: %v, want ErrPurged", err)
+	}
+	if got, err := r.After(context.Background(), "s", "x", 995); err != nil || len(got) != 4 {
+		t.Errorf("redis: recent replay: %d events, %v", len(got), err)
+	}
+	m := NewMemory(100, 0) // 100 bytes: about 30 events of 3 bytes
+	appendN(t, m, "s", "x", 0, 99)
+	if m.Bytes() > 100 {
+		t.Errorf("memory holds %d bytes, over its cap", m.Bytes())
+	}
+	if _, err := m.After(context.Background(), "s", "x", 5); !errors.Is(err, ErrPurged) {
+		t.Errorf("memory: %v, want ErrPurged", err)
+	}
+	if _, err := m.After(context.Background(), "s", "nope", 5); !errors.Is(err, ErrUnknownStream) {
+		t.Errorf("memory: unknown stream: %v", err)
+	}
+}
+
+// A follower on another replica reads the stream live, to its result.
+func TestFollowLive(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, nil)
+	done := make(chan error, 1)
+	go func() {
+		for i := int64(0); i <= 30; i++ {
+			if err := r.Append(context.Background(), "s", "live", Event{Index: i, Data: []byte("x"), Final: i == 30}); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	cursor := int64(-1)
+	var final bool
+	for deadline := time.Now().Add(10 * time.Second); !final && time.Now().Before(deadline); {
+		evs, err := r.Follow(context.Background(), "s", "live", cursor, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Index != cursor+1 {
+				t.Fatalf("followed %d after %d", e.Index, cursor)
+			}
+			cursor, final = e.Index, e.Final
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !final || cursor != 30 {
+		t.Errorf("followed to %d, final %v", cursor, final)
+	}
+}
+
+// A lease that is not renewed runs out: that is how a follower knows the
+// call was orphaned.
+func TestLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, nil)
+	ctx := context.Background()
+	if err := r.Lease(ctx, "s", "c", 150*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := r.Leased(ctx, "s", "c"); !ok {
+		t.Fatal("lease not held right after taking it")
+	}
+	time.Sleep(400 * time.Millisecond)
+	if ok, _ := r.Leased(ctx, "s", "c"); ok {
+		t.Error("the lease outlived its time")
+	}
+}
+
+// Sessions are shared records; closing one deletes its streams.
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, &RedisOptions{SessionTTL: time.Minute})
+	ctx := context.Background()
+	if ok, _ := r.SessionExists(ctx, "s"); ok {
+		t.Fatal("a session exists before it is created")
+	}
+	r.CreateSession(ctx, "s")
+	appendN(t, r, "s", "x", 0, 3)
+	if ok, _ := r.SessionExists(ctx, "s"); !ok {
+		t.Fatal("created session not found")
+	}
+	if err := r.SessionClosed(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := r.SessionExists(ctx, "s"); ok {
+		t.Error("closed session still exists")
+	}
+	if _, err := r.After(ctx, "s", "x", 0); !errors.Is(err, ErrPurged) {
+		t.Errorf("replay of a closed session's stream: %v, want ErrPurged", err)
+	}
+}
+
+// SIGSTOP makes every call fail after the client's timeout (a store
+// outage); SIGCONT brings it back. A restart without persistence loses
+// everything.
+func TestOutageAndRestart(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	r := NewRedis(rdb, nil)
+	ctx := context.Background()
+	appendN(t, r, "s", "x", 0, 4)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := r.Append(ctx, "s", "x", Event{Index: 5, Data: []byte("lost")})
+	if err == nil {
+		t.Fatal("append to a stopped redis-server succeeded")
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("the failure came after %v, not after the timeout", took)
+	}
+	if err := srv.Cont(); err != nil {
+		t.Fatal(err)
+	}
+	var recovered bool
+	for i := 0; i < 50 && !recovered; i++ {
+		recovered = r.Append(ctx, "s", "x", Event{Index: 6, Data: []byte("after")}) == nil
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !recovered {
+		t.Fatal("no recovery after SIGCONT")
+	}
+	// The append that timed out may still have been applied once Redis woke
+	// up (its bytes were already in the socket), or not: either way the
+	// replay is complete or refused, never partial.
+	evs, err := r.After(ctx, "s", "x", 4)
+	switch {
+	case errors.Is(err, ErrPurged):
+	case err == nil && len(evs) == 2 && evs[0].Index == 5 && evs[1].Index == 6:
+	default:
+		t.Errorf("replay across the outage: %v %v; want events 5 and 6, or ErrPurged", evs, err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var after error
+	for i := 0; i < 50; i++ {
+		if _, after = r.After(ctx, "s", "x", 0); after == nil || errors.Is(after, ErrPurged) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !errors.Is(after, ErrPurged) {
+		t.Errorf("replay after a restart without persistence: %v, want ErrPurged", after)
+	}
+}
+
+// An append that never happened leaves a gap, and a replay across it is
+// refused rather than partial.
+func TestGapIsPurged(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, nil)
+	appendN(t, r, "s", "g", 0, 4)
+	appendN(t, r, "s", "g", 6, 8) // 5 was never stored
+	if _, err := r.After(context.Background(), "s", "g", 4); !errors.Is(err, ErrPurged) {
+		t.Errorf("replay across a gap: %v, want ErrPurged", err)
+	}
+	if evs, err := r.After(context.Background(), "s", "g", 6); err != nil || len(evs) != 2 {
+		t.Errorf("replay after the gap: %v %v", evs, err)
+	}
+}
