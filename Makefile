@@ -23,6 +23,7 @@ test: lint ## lint, then every test, with the race detector on the concurrent pa
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/
 	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate' ./cli/
+	$(GO) test -count=1 -race ./live/...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi

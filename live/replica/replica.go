@@ -1,0 +1,703 @@
+// Package replica is the live engine's reference MCP server: one replica of
+// a design, speaking Streamable HTTP (DOMAIN.md §1) with sessions local to
+// the process or shared in Redis, and events in no store, in memory or in
+// Redis. Its one tool, "stream", sends N−1 progress notifications and then
+// the result, at a fixed interval; every SSE event carries an id
+// "<stream>_<index>" from the event store, the priming event taking index 0.
+//
+// A disconnect does not cancel a call. A GET with Last-Event-ID replays that
+// stream's events after the cursor and then follows the call live: from the
+// producer in this process, or, with shared sessions, from Redis while the
+// producer's lease holds. Drain closes the streams with a retry hint, lets
+// the calls finish up to the drain limit, and stops.
+//
+//	srv := replica.New(replica.Config{Mode: "stateful", Sessions: "local", Events: "memory", Store: store.NewMemory(10<<20, 64)})
+//	http.Handle("/mcp", srv)
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Config is a replica's design and settings; fixed once the server starts.
+type Config struct {
+	Slot, Slots int    // this replica's slot among Slots, for hash-minted session ids
+	HashMint    bool   // mint session ids that hash back to Slot
+	Mode        string // topology.ModeStateless or ModeStateful
+	Sessions    string // topology.SessionsNone, SessionsLocal or SessionsShared
+	Events      string // topology.EventsNone, EventsMemory or EventsRedis
+	Era         string // protocol era; "" means 2025-11-25
+	RetryHint   time.Duration
+	DrainLimit  time.Duration
+	OrphanLease time.Duration
+	DrainClose  string // topology.DrainCloseAuto, Start or Exit
+
+	Store  store.Events // the event store; nil when Events is none
+	Shared *store.Redis // sessions and leases, when Sessions is shared
+	Log    io.Writer    // production log: one JSON line per event produced; nil for none
+}
+
+// Server is one replica. It is safe for concurrent use: cfg is fixed at
+// creation, mu guards the maps and the drain state, logMu the log.
+type Server struct {
+	cfg    Config
+	kill   context.CancelFunc // ends every running call: the process dies
+	callsC context.Context
+
+	mu       sync.Mutex
+	sessions map[string]bool
+	calls    map[string]*call // running calls by stream id
+	live     map[string]bool  // streams with a connection open
+	draining bool
+	closing  chan struct{} // closed when open streams must end with a retry hint
+	running  sync.WaitGroup
+
+	logMu sync.Mutex
+}
+
+// call is one running tools/call; subscribers get its events as produced.
+type call struct {
+	session, stream string
+	total           int
+
+	mu     sync.Mutex
+	events []store.Event // every event produced, for subscribers that join late
+	subs   []chan store.Event
+	done   bool
+}
+
+// New returns a replica for cfg.
+func New(cfg Config) *Server {
+	if cfg.Era == "" {
+		cfg.Era = "2025-11-25"
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
+		live: map[string]bool{}, closing: make(chan struct{})}
+}
+
+func (s *Server) stateless() bool {
+	return s.cfg.Mode == topology.ModeStateless || s.cfg.Era == "2026-07-28"
+}
+
+func (s *Server) hasStore() bool {
+	return s.cfg.Store != nil && s.cfg.Events != topology.EventsNone && s.cfg.Era != "2026-07-28"
+}
+
+func (s *Server) priming() bool { return s.hasStore() && s.cfg.Era != "2025-06-18" }
+
+// ServeHTTP implements the Streamable HTTP endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		s.post(w, r)
+	case http.MethodGet:
+		s.get(w, r)
+	case http.MethodDelete:
+		s.delete(w, r)
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// Healthy reports whether the replica takes new work (the LB's health check).
+func (s *Server) Healthy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.draining
+}
+
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// sessionOK checks the request's session: it returns the status to answer
+// with when the session is missing (400) or unknown (404), and 0 when fine.
+func (s *Server) sessionOK(r *http.Request) (string, int) {
+	if s.stateless() {
+		return "", 0
+	}
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return "", http.StatusBadRequest
+	}
+	if s.cfg.Sessions == topology.SessionsShared && s.cfg.Shared != nil {
+		ok, err := s.cfg.Shared.SessionExists(r.Context(), id)
+		if err != nil {
+			return id, http.StatusServiceUnavailable
+		}
+		if !ok {
+			return id, http.StatusNotFound
+		}
+		return id, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.sessions[id] {
+		return id, http.StatusNotFound
+	}
+	return id, 0
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	var msg rpcMessage
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&msg); err != nil || msg.JSONRPC != "2.0" {
+		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
+		return
+	}
+	if msg.Method == "initialize" {
+		s.initialize(w, r, msg)
+		return
+	}
+	session, status := s.sessionOK(r)
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	if len(msg.ID) == 0 { // a notification, such as notifications/initialized
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	switch msg.Method {
+	case "tools/list":
+		writeJSON(w, msg.ID, map[string]any{"tools": []map[string]any{{
+			"name":        "stream",
+			"description": "Streams N-1 progress notifications, then the result.",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+				"events": map[string]any{"type": "integer"}, "interval_ms": map[string]any{"type": "integer"}, "bytes": map[string]any{"type": "integer"}}},
+		}}})
+	case "tools/call":
+		s.toolCall(w, r, msg, session)
+	default:
+		writeError(w, msg.ID, -32601, "method not found: "+msg.Method)
+	}
+}
+
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.stateless() {
+		id := s.mintSession()
+		if s.cfg.Sessions == topology.SessionsShared && s.cfg.Shared != nil {
+			if err := s.cfg.Shared.CreateSession(r.Context(), id); err != nil {
+				http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
+				return
+			}
+		} else {
+			s.mu.Lock()
+			s.sessions[id] = true
+			s.mu.Unlock()
+		}
+		w.Header().Set("Mcp-Session-Id", id)
+	}
+	writeJSON(w, msg.ID, map[string]any{
+		"protocolVersion": s.cfg.Era,
+		"capabilities":    map[string]any{"tools": map[string]any{}},
+		"serverInfo":      map[string]any{"name": "stormsim-replica", "version": "0.1.0"},
+	})
+}
+
+// mintSession returns an unguessable id; under hash routing one that hashes
+// back to this replica's slot (DOMAIN.md §4).
+func (s *Server) mintSession() string {
+	for {
+		var b [16]byte
+		rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		if !s.cfg.HashMint || topology.HashSlot(SessionKey(id), s.cfg.Slots) == s.cfg.Slot {
+			return id
+		}
+	}
+}
+
+// SessionKey is the routing key of a session id, as the LB hashes it.
+func SessionKey(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+type streamArgs struct {
+	Events     int `json:"events"`
+	IntervalMS int `json:"interval_ms"`
+	Bytes      int `json:"bytes"`
+}
+
+func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage, session string) {
+	var p struct {
+		Name      string     `json:"name"`
+		Arguments streamArgs `json:"arguments"`
+		Meta      struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name != "stream" {
+		writeError(w, msg.ID, -32602, "unknown tool or bad arguments")
+		return
+	}
+	a := p.Arguments
+	if a.Events < 1 || a.Events > 1_000_000 || a.IntervalMS < 0 || a.Bytes < 0 || a.Bytes > 1<<20 {
+		writeError(w, msg.ID, -32602, "events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
+		return
+	}
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	c := &call{session: session, stream: newStreamID(), total: a.Events}
+	s.calls[c.stream] = c
+	s.running.Add(1)
+	s.mu.Unlock()
+	go s.produce(c, msg.ID, p.Meta.ProgressToken, a)
+	s.stream(w, r, c, 0, true)
+}
+
+func newStreamID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// produce runs a call: it appends every event to the store, logs it, and
+// hands it to the subscribers. Only the replica's death stops it.
+func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs) {
+	defer s.running.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, c.stream)
+		s.mu.Unlock()
+	}()
+	ctx := s.callsC
+	pad := strings.Repeat("x", a.Bytes)
+	if token == nil {
+		token = c.stream
+	}
+	if s.priming() {
+		s.emit(ctx, c, store.Event{Index: 0})
+	}
+	if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared {
+		s.cfg.Shared.Lease(ctx, c.session, c.stream, s.lease())
+	}
+	tick := time.NewTicker(time.Duration(max(a.IntervalMS, 1)) * time.Millisecond)
+	defer tick.Stop()
+	for i := 1; i <= a.Events; i++ {
+		select {
+		case <-ctx.Done():
+			return // the process died: the rest is never produced
+		case <-tick.C:
+		}
+		var data []byte
+		if i < a.Events {
+			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": token, "progress": i, "total": a.Events, "message": pad}})
+		} else {
+			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqID,
+				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
+		}
+		s.emit(ctx, c, store.Event{Index: int64(i), Data: data, Final: i == a.Events})
+		if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared && i%10 == 0 {
+			s.cfg.Shared.Lease(ctx, c.session, c.stream, s.lease())
+		}
+	}
+}
+
+func (s *Server) lease() time.Duration {
+	if s.cfg.OrphanLease > 0 {
+		return s.cfg.OrphanLease
+	}
+	return 5 * time.Second
+}
+
+// emit stores, logs and publishes one event. A failed append leaves a gap in
+// the store; the event still goes out live.
+func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
+	if s.hasStore() {
+		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
+	}
+	if s.cfg.Log != nil {
+		line, _ := json.Marshal(map[string]any{"session": c.session, "stream": c.stream, "index": ev.Index, "t_ns": time.Now().UnixNano()})
+		s.logMu.Lock()
+		s.cfg.Log.Write(append(line, '\n'))
+		s.logMu.Unlock()
+	}
+	c.mu.Lock()
+	c.events = append(c.events, ev)
+	for _, ch := range c.subs {
+		ch <- ev
+	}
+	if ev.Final {
+		c.done = true
+		for _, ch := range c.subs {
+			close(ch)
+		}
+		c.subs = nil
+	}
+	c.mu.Unlock()
+}
+
+// subscribe returns the events produced after index so far, and a channel
+// of the later ones (closed after the final event).
+func (c *call) subscribe(after int64) ([]store.Event, chan store.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var past []store.Event
+	for _, e := range c.events {
+		if e.Index > after {
+			past = append(past, e)
+		}
+	}
+	ch := make(chan store.Event, c.total+2)
+	if c.done {
+		close(ch)
+	} else {
+		c.subs = append(c.subs, ch)
+	}
+	return past, ch
+}
+
+func (c *call) unsubscribe(ch chan store.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.subs {
+		if x == ch {
+			c.subs = append(c.subs[:i], c.subs[i+1:]...)
+			return
+		}
+	}
+}
+
+// sse writes SSE frames and flushes each at once.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func (s *Server) openSSE(w http.ResponseWriter, session string) (*sse, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return nil, false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	if session != "" {
+		w.Header().Set("Mcp-Session-Id", session)
+	}
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &sse{w: w, f: f}, true
+}
+
+func (o *sse) event(id string, data []byte) error {
+	var b strings.Builder
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("data: " + string(data) + "\n\n")
+	if _, err := io.WriteString(o.w, b.String()); err != nil {
+		return err
+	}
+	o.f.Flush()
+	return nil
+}
+
+func (o *sse) retry(d time.Duration) {
+	io.WriteString(o.w, "retry: "+strconv.FormatInt(d.Milliseconds(), 10)+"\n\n")
+	o.f.Flush()
+}
+
+// stream sends a call's events after index to the client until the result,
+// the client going away, or a drain closing the stream with a retry hint.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after int64, fresh bool) {
+	s.mu.Lock()
+	s.live[c.stream] = true
+	closing := s.closing
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, c.stream)
+		s.mu.Unlock()
+	}()
+	out, ok := s.openSSE(w, r.Header.Get("Mcp-Session-Id"))
+	if !ok {
+		return
+	}
+	if fresh {
+		after = -1 // the priming event, if any, goes first
+	}
+	past, ch := c.subscribe(after)
+	defer c.unsubscribe(ch)
+	last := after
+	send := func(e store.Event) bool {
+		if e.Index <= last {
+			return true
+		}
+		last = e.Index
+		id := ""
+		if s.hasStore() {
+			id = c.stream + "_" + strconv.FormatInt(e.Index, 10)
+		}
+		return out.event(id, e.Data) == nil && !e.Final
+	}
+	for _, e := range past {
+		if !send(e) {
+			return
+		}
+	}
+	for {
+		select {
+		case e, open := <-ch:
+			if !open || !send(e) {
+				return
+			}
+		case <-r.Context().Done():
+			return // the client went away; the call goes on
+		case <-closing:
+			if s.hasStore() && last >= 0 {
+				out.retry(s.cfg.RetryHint)
+			}
+			return
+		}
+	}
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if s.stateless() {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	session, status := s.sessionOK(r)
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		s.standalone(w, r, session)
+		return
+	}
+	if !s.hasStore() {
+		http.Error(w, "no event store: cannot resume", http.StatusBadRequest)
+		return
+	}
+	stream, index, err := parseEventID(last)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	busy := s.live[stream]
+	c := s.calls[stream]
+	s.mu.Unlock()
+	if busy {
+		http.Error(w, "stream already has a connection", http.StatusConflict)
+		return
+	}
+	if c != nil && c.session == session {
+		// The producer runs here: replay from the store, then follow it live.
+		if _, err := s.cfg.Store.After(r.Context(), session, stream, index); err != nil {
+			s.replayError(w, err)
+			return
+		}
+		s.stream(w, r, c, index, false)
+		return
+	}
+	s.replayAndFollow(w, r, session, stream, index)
+}
+
+func (s *Server) replayError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrPurged) || errors.Is(err, store.ErrUnknownStream) {
+		http.Error(w, "events purged", http.StatusBadRequest)
+		return
+	}
+	http.Error(w, "event store unavailable", http.StatusServiceUnavailable)
+}
+
+// replayAndFollow serves a resume of a call this replica does not run:
+// replay from the store, then, with shared sessions, follow the producer
+// through Redis until its result or until its lease runs out (an orphan).
+func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session, stream string, index int64) {
+	evs, err := s.cfg.Store.After(r.Context(), session, stream, index)
+	if err != nil {
+		s.replayError(w, err)
+		return
+	}
+	out, ok := s.openSSE(w, session)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.live[stream] = true
+	closing := s.closing
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, stream)
+		s.mu.Unlock()
+	}()
+	last := index
+	for _, e := range evs {
+		if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final {
+			return
+		}
+		last = e.Index
+	}
+	rs := s.cfg.Shared
+	if rs == nil || s.cfg.Sessions != topology.SessionsShared {
+		return // nothing to follow: the producer is gone with its process
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-closing:
+			out.retry(s.cfg.RetryHint)
+			return
+		default:
+		}
+		more, err := rs.Follow(r.Context(), session, stream, last, 500*time.Millisecond)
+		if err != nil {
+			return
+		}
+		for _, e := range more {
+			if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final {
+				return
+			}
+			last = e.Index
+		}
+		if len(more) == 0 {
+			if held, err := rs.Leased(r.Context(), session, stream); err == nil && !held {
+				// The producer died and its lease ran out: end with an error
+				// so that the client re-issues the call (DOMAIN.md §4).
+				data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+					"error": map[string]any{"code": -32000, "message": "call orphaned: its replica died"}})
+				out.event("", data)
+				return
+			}
+		}
+	}
+}
+
+// standalone is the GET stream for server-initiated messages; this server
+// sends none, so it stays open until the client or a drain ends it.
+func (s *Server) standalone(w http.ResponseWriter, r *http.Request, session string) {
+	out, ok := s.openSSE(w, session)
+	if !ok {
+		return
+	}
+	_ = out
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	select {
+	case <-r.Context().Done():
+	case <-closing:
+	}
+}
+
+func parseEventID(id string) (string, int64, error) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, fmt.Errorf("bad Last-Event-ID %q", id)
+	}
+	n, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return "", 0, fmt.Errorf("bad Last-Event-ID %q", id)
+	}
+	return id[:i], n, nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	if s.stateless() {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	session, status := s.sessionOK(r)
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	s.mu.Lock()
+	delete(s.sessions, session)
+	s.mu.Unlock()
+	if s.cfg.Store != nil {
+		s.cfg.Store.SessionClosed(r.Context(), session) //nolint:errcheck // best effort: retention removes the rest
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Drain stops taking work, closes the open streams with a retry hint (at
+// once when the streams can resume elsewhere, else when the calls end), lets
+// running calls finish up to the drain limit, then kills what is left.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	s.draining = true
+	closeNow := s.cfg.DrainClose == topology.DrainCloseStart ||
+		((s.cfg.DrainClose == topology.DrainCloseAuto || s.cfg.DrainClose == "") && s.cfg.Sessions == topology.SessionsShared)
+	if closeNow && s.priming() {
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.running.Wait(); close(done) }()
+	limit := s.cfg.DrainLimit
+	if limit <= 0 {
+		limit = time.Minute
+	}
+	select {
+	case <-done:
+	case <-time.After(limit):
+	}
+	s.Kill()
+}
+
+// Kill ends every running call at once, as a crash does, and closes every
+// open stream.
+func (s *Server) Kill() {
+	s.kill()
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+}
+
+func writeJSON(w http.ResponseWriter, id json.RawMessage, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func writeError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}

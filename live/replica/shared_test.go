@@ -1,0 +1,81 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// twoShared starts two replicas of redis-shared over one private redis-server.
+func twoShared(t *testing.T, lease time.Duration) (*Server, *Server, *client, *client) {
+	t.Helper()
+	srv, err := redisd.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	rs := store.NewRedis(rdb, &store.RedisOptions{SessionTTL: time.Minute})
+	mk := func() (*Server, *client) {
+		s := New(Config{Mode: topology.ModeStateful, Sessions: topology.SessionsShared, Events: topology.EventsRedis,
+			Store: rs, Shared: rs, RetryHint: 100 * time.Millisecond, OrphanLease: lease, DrainLimit: 5 * time.Second})
+		ts := httptest.NewServer(s)
+		t.Cleanup(func() { s.Kill(); ts.Close() })
+		return s, &client{t: t, url: ts.URL}
+	}
+	a, ca := mk()
+	b, cb := mk()
+	t.Cleanup(func() { rdb.Close(); srv.Close() })
+	return a, b, ca, cb
+}
+
+// A resume on another replica replays from Redis and follows the call live
+// to its result.
+func TestSharedResumeElsewhere(t *testing.T) {
+	t.Parallel()
+	_, _, ca, cb := twoShared(t, time.Second)
+	ca.initialize()
+	resp := ca.call(30, 10)
+	first := readSSE(t, resp, 4)
+	resp.Body.Close()
+	cb.session = ca.session // the LB sent the resume to the other replica
+	got := readSSE(t, cb.do("GET", nil, map[string]string{"Last-Event-ID": first[3].ID}), 0)
+	if len(got) != 27 || !strings.Contains(got[26].Data, `"result"`) {
+		t.Fatalf("resume on replica b gave %d events, last %+v", len(got), got[len(got)-1])
+	}
+	stream := first[3].ID[:strings.LastIndexByte(first[3].ID, '_')]
+	for i, e := range got {
+		if e.ID != fmt.Sprintf("%s_%d", stream, i+4) {
+			t.Fatalf("event %d: id %s", i, e.ID)
+		}
+	}
+}
+
+// When the producing replica dies, a follower elsewhere ends the stream with
+// a JSON-RPC error once the call's lease runs out.
+func TestOrphanEndsWithError(t *testing.T) {
+	t.Parallel()
+	a, _, ca, cb := twoShared(t, 300*time.Millisecond)
+	ca.initialize()
+	resp := ca.call(1000, 20)
+	first := readSSE(t, resp, 3)
+	resp.Body.Close()
+	a.Kill() // the producer dies
+	cb.session = ca.session
+	start := time.Now()
+	got := readSSE(t, cb.do("GET", nil, map[string]string{"Last-Event-ID": first[2].ID}), 0)
+	if len(got) == 0 || !strings.Contains(got[len(got)-1].Data, `"error"`) {
+		t.Fatalf("the orphaned stream ended with %+v, want a JSON-RPC error", got)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the error came after %v", took)
+	}
+}
