@@ -1,0 +1,198 @@
+// Package lb is the live engine's load balancer: an in-process reverse proxy
+// on loopback that routes with the same topology.Policy code the simulator
+// uses, flushes every SSE event through at once, knows which replicas are
+// draining or down (after a health-check delay), answers 503 when none is
+// up, and carries out the network faults: cut every connection to a
+// replica, partition it, add latency.
+//
+//	b := lb.New(policy, []string{"http://127.0.0.1:4001", ...}, nil)
+//	http.ListenAndServe("127.0.0.1:4000", b)
+package lb
+
+import (
+	"context"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Balancer routes requests to replicas. It is safe for concurrent use: mu
+// guards the policy (policies are not) and every field below it.
+type Balancer struct {
+	mu       sync.Mutex
+	policy   topology.Policy
+	backends []*backend
+	latency  time.Duration
+}
+
+type backend struct {
+	url         *url.URL
+	proxy       *httputil.ReverseProxy
+	inPool      bool // the LB routes to it
+	partitioned bool // unreachable: requests to it fail
+	conns       map[*http.Request]context.CancelFunc
+}
+
+// New returns a balancer over the replica URLs, all in the pool.
+func New(policy topology.Policy, urls []string) (*Balancer, error) {
+	b := &Balancer{policy: policy}
+	for _, u := range urls {
+		if err := b.add(u); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func (b *Balancer) add(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1 // every SSE event goes through at once
+	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() == nil {
+			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
+		}
+	}
+	b.backends = append(b.backends, &backend{url: u, proxy: p, inPool: true, conns: map[*http.Request]context.CancelFunc{}})
+	return nil
+}
+
+// view adapts the balancer to topology.View; the caller holds mu.
+type view struct{ b *Balancer }
+
+func (v view) Replicas() int     { return len(v.b.backends) }
+func (v view) InPool(i int) bool { return v.b.backends[i].inPool }
+func (v view) Conns(i int) int   { return len(v.b.backends[i].conns) }
+
+// ServeHTTP routes one request.
+func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	b.mu.Lock()
+	slot := b.policy.Pick(topology.Request{HasSession: sid != "", Session: replica.SessionKey(sid)}, view{b})
+	if slot < 0 {
+		b.mu.Unlock()
+		http.Error(w, "no replica up", http.StatusServiceUnavailable)
+		return
+	}
+	be := b.backends[slot]
+	if be.partitioned {
+		b.mu.Unlock()
+		http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	r = r.WithContext(ctx)
+	be.conns[r] = cancel
+	delay := b.latency
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(be.conns, r)
+		b.mu.Unlock()
+		cancel()
+	}()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+	}
+	be.proxy.ServeHTTP(&binder{ResponseWriter: w, b: b, slot: slot}, r)
+}
+
+// binder tells the policy which replica minted a session.
+type binder struct {
+	http.ResponseWriter
+	b    *Balancer
+	slot int
+	done bool
+}
+
+func (w *binder) WriteHeader(code int) {
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" && !w.done {
+		w.done = true
+		w.b.mu.Lock()
+		w.b.policy.Bind(replica.SessionKey(id), w.slot)
+		w.b.mu.Unlock()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *binder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// SetInPool puts a replica in the pool or takes it out (draining, or found
+// down by the health check).
+func (b *Balancer) SetInPool(slot int, in bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slot < len(b.backends) {
+		b.backends[slot].inPool = in
+	}
+}
+
+// Cut breaks every open connection to a replica, as a network blip does.
+func (b *Balancer) Cut(slot int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slot < len(b.backends) {
+		for _, cancel := range b.backends[slot].conns {
+			cancel()
+		}
+	}
+}
+
+// Partition makes a replica unreachable (and cuts its connections), or
+// reachable again.
+func (b *Balancer) Partition(slot int, on bool) {
+	b.mu.Lock()
+	if slot < len(b.backends) {
+		b.backends[slot].partitioned = on
+	}
+	b.mu.Unlock()
+	if on {
+		b.Cut(slot)
+	}
+}
+
+// SetLatency adds d before every request is forwarded.
+func (b *Balancer) SetLatency(d time.Duration) {
+	b.mu.Lock()
+	b.latency = d
+	b.mu.Unlock()
+}
+
+// SetBackend points a slot at a new replica URL (a restarted process).
+func (b *Balancer) SetBackend(slot int, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() == nil {
+			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for slot >= len(b.backends) {
+		b.backends = append(b.backends, &backend{conns: map[*http.Request]context.CancelFunc{}})
+	}
+	be := b.backends[slot]
+	be.url, be.proxy = u, p
+	return nil
+}
