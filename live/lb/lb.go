@@ -196,3 +196,20 @@ func (b *Balancer) SetBackend(slot int, raw string) error {
 	be.url, be.proxy = u, p
 	return nil
 }
+
+// CutFraction breaks about that fraction of all open connections, as a
+// client-drop fault does.
+func (b *Balancer) CutFraction(f float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var all []context.CancelFunc
+	for _, be := range b.backends {
+		for _, c := range be.conns {
+			all = append(all, c)
+		}
+	}
+	n := int(f*float64(len(all)) + 0.5)
+	for _, c := range all[:min(n, len(all))] {
+		c()
+	}
+}

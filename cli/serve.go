@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+func init() {
+	register(command{name: "serve", summary: "run one reference MCP replica of a design (the live engine starts these)", run: serveCmd})
+}
+
+// designOf resolves a scenario's design by name.
+func designOf(file, scName, design string) (*scenario.Scenario, *scenario.Design, error) {
+	f, err := scenario.Load(file, nil)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	sc, err := f.Scenario(scName)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	for i := range sc.Designs {
+		if sc.Designs[i].Name == design {
+			return sc, &sc.Designs[i], nil
+		}
+	}
+	var names []string
+	for _, d := range sc.Designs {
+		names = append(names, d.Name)
+	}
+	return nil, nil, usagef("scenario %s has no design %q (it runs: %v)", scName, design, names)
+}
+
+func serveCmd(ctx context.Context, env *Env, args []string) error {
+	var file, scName, design, addr, redisAddr, logPath string
+	var slot, slots int
+	fs := newFlags(env, "serve", "--scenario S --design D [flags]",
+		"Run one replica of design D of scenario S: MCP Streamable HTTP on /mcp, health on /healthz.\n"+
+			"It prints \"listening on http://ADDR/mcp\" when ready. SIGTERM drains it (the replica refuses new\n"+
+			"work, closes its streams with a retry hint, lets calls finish up to the drain limit) and exits 0;\n"+
+			"SIGKILL is a crash. The production log records every event produced, one JSON line each.")
+	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
+	fs.StringVar(&scName, "scenario", "", "`scenario` whose settings to use")
+	fs.StringVar(&design, "design", "", "`design` to serve")
+	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free one)")
+	fs.StringVar(&redisAddr, "redis", "", "Redis `host:port`, for the Redis designs")
+	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty)")
+	fs.IntVar(&slot, "slot", 0, "this replica's slot")
+	fs.IntVar(&slots, "slots", 1, "number of slots, for hash-minted session ids")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || scName == "" || design == "" {
+		return usagef("serve: want --scenario and --design, and no arguments")
+	}
+	_, d, err := designOf(file, scName, design)
+	if err != nil {
+		return err
+	}
+	cfg := replica.Config{
+		Slot: slot, Slots: slots, HashMint: d.LB == "hash",
+		Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, Era: d.Era,
+		RetryHint: d.Replica.RetryHint, DrainLimit: d.Replica.DrainLimit, OrphanLease: d.Replica.OrphanLease, DrainClose: d.Replica.DrainClose,
+	}
+	if d.Events == topology.EventsMemory {
+		cfg.Store = store.NewMemory(d.Store.MemoryCapBytes, int64(d.Store.MemoryOverheadBytes))
+	}
+	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
+		if redisAddr == "" {
+			return usagef("serve: design %s needs Redis: pass --redis host:port", d.Name)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ReadTimeout: d.Store.Timeout, WriteTimeout: d.Store.Timeout})
+		defer rdb.Close()
+		rs := store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
+		if d.Events == topology.EventsRedis {
+			cfg.Store = rs
+		}
+		cfg.Shared = rs
+	}
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.Log = f
+	}
+	srv := replica.New(cfg)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !srv.Healthy() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) //nolint:errcheck // ends with Close below
+	fmt.Fprintf(env.Stdout, "listening on http://%s/mcp\n", ln.Addr())
+	if f, ok := env.Stdout.(*os.File); ok {
+		f.Sync()
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	drain := false
+	select {
+	case <-term:
+		drain = true
+	case <-ctx.Done():
+		// The command's context ends on SIGINT and SIGTERM alike: SIGTERM
+		// reaches term as well, SIGINT does not.
+		select {
+		case <-term:
+			drain = true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if drain {
+		srv.Drain() // returns once the calls are done or the drain limit passed
+	} else {
+		srv.Kill()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	hs.Close()
+	return nil
+}

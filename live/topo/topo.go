@@ -1,0 +1,318 @@
+// Package topo runs a live topology for one design of a scenario: a replica
+// process per slot (`stormsim serve`), a private redis-server when the
+// design needs one, and the load balancer in process. It carries out the
+// scenario's fault steps for real — SIGTERM and SIGKILL for restarts and
+// crashes, processes started and stopped for scale, the proxy for
+// partitions and latency, SIGSTOP/SIGCONT and a restart for the store — and
+// records the PID of everything it starts, so that Close leaves nothing
+// running.
+//
+//	t, err := topo.Start(ctx, sc, design, &topo.Options{Bin: "bin/stormsim", File: "scenarios.toml"})
+//	defer t.Close()
+//	fmt.Println(t.Endpoint())
+package topo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/lb"
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Options configures a topology. A nil *Options means the defaults.
+type Options struct {
+	Bin  string // the stormsim binary that runs `serve`; the running executable by default
+	File string // the scenarios file the replicas load; scenarios.toml by default
+	// RedisAddr uses an existing Redis instead of starting one. stormsim
+	// never stops, kills or restarts a Redis it did not start.
+	RedisAddr string
+	LogDir    string // where replicas write their production logs; none when empty
+}
+
+// Topology is a running live topology. Its methods are safe for concurrent
+// use; mu guards the slots and the set of PIDs.
+type Topology struct {
+	sc    *scenario.Scenario
+	d     *scenario.Design
+	opts  Options
+	redis *redisd.Server // nil when none was started
+	raddr string
+	bal   *lb.Balancer
+	ln    net.Listener
+	hs    *http.Server
+
+	mu      sync.Mutex
+	slots   []*exec.Cmd
+	pids    map[int]bool
+	latency time.Duration
+	health  time.Duration
+}
+
+// Start brings the topology up: Redis if needed, every replica, the LB.
+func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (*Topology, error) {
+	t := &Topology{sc: sc, d: d, pids: map[int]bool{}}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if t.opts.Bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		t.opts.Bin = exe
+	}
+	if t.opts.File == "" {
+		t.opts.File = "scenarios.toml"
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
+		if t.opts.RedisAddr != "" {
+			t.raddr = t.opts.RedisAddr
+		} else {
+			persistent := d.Store.Persistent
+			for _, f := range sc.Faults {
+				if r, isRestart := f.(*faults.StoreRestart); isRestart && r.Persistent {
+					persistent = true
+				}
+			}
+			srv, err := redisd.Start(ctx, &redisd.Options{Persistent: persistent})
+			if err != nil {
+				return nil, err
+			}
+			t.redis, t.raddr = srv, srv.Addr()
+			t.pids[srv.PID()] = true
+		}
+	}
+	policy, err := topology.NewPolicy(d.LB, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.bal, _ = lb.New(policy, nil)
+	for slot := 0; slot < sc.Replicas; slot++ {
+		if err := t.startSlot(ctx, slot); err != nil {
+			return nil, err
+		}
+	}
+	t.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", t.bal)
+	t.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go t.hs.Serve(t.ln) //nolint:errcheck // ends at Close
+	ok = true
+	return t, nil
+}
+
+// Endpoint is the MCP URL of the load balancer.
+func (t *Topology) Endpoint() string { return "http://" + t.ln.Addr().String() + "/mcp" }
+
+// PIDs lists every process the topology started and has not seen exit.
+func (t *Topology) PIDs() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []int
+	for p := range t.pids {
+		out = append(out, p)
+	}
+	return out
+}
+
+// startSlot starts a replica process for slot and puts it in the pool once
+// it listens.
+func (t *Topology) startSlot(ctx context.Context, slot int) error {
+	args := []string{"serve", "--file", t.opts.File, "--scenario", t.sc.Name, "--design", t.d.Name,
+		"--slot", strconv.Itoa(slot), "--slots", strconv.Itoa(t.sc.Replicas)}
+	if t.raddr != "" {
+		args = append(args, "--redis", t.raddr)
+	}
+	if t.opts.LogDir != "" {
+		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
+	}
+	cmd := exec.Command(t.opts.Bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("topo: starting replica %d: %w", slot, err)
+	}
+	t.mu.Lock()
+	t.pids[cmd.Process.Pid] = true
+	for len(t.slots) <= slot {
+		t.slots = append(t.slots, nil)
+	}
+	t.slots[slot] = cmd
+	t.mu.Unlock()
+	go func() {
+		cmd.Wait() //nolint:errcheck // the exit is the point
+		t.mu.Lock()
+		delete(t.pids, cmd.Process.Pid)
+		t.mu.Unlock()
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, found := strings.CutPrefix(sc.Text(), "listening on "); found {
+				addr <- strings.TrimSuffix(u, "/mcp")
+			}
+		}
+	}()
+	select {
+	case u := <-addr:
+		if err := t.bal.SetBackend(slot, u); err != nil {
+			return err
+		}
+		t.bal.SetInPool(slot, true)
+		return nil
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("topo: replica %d did not start listening within 15s", slot)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// signal sends sig to a slot's process; false when there is none.
+func (t *Topology) signal(slot int, sig syscall.Signal) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if slot >= len(t.slots) || t.slots[slot] == nil {
+		return false
+	}
+	t.slots[slot].Process.Signal(sig)
+	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
+		t.slots[slot] = nil
+	}
+	return true
+}
+
+// ErrNotOurs is returned for a store fault on a Redis stormsim did not start.
+var ErrNotOurs = errors.New("topo: refusing to stop or restart a Redis stormsim did not start")
+
+// Apply carries out one fault step for real.
+func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
+	switch s.Kind {
+	case faults.StepStop:
+		t.bal.SetInPool(s.Replica, false)
+		if s.Graceful {
+			t.signal(s.Replica, syscall.SIGTERM)
+		} else {
+			t.signal(s.Replica, syscall.SIGKILL)
+		}
+	case faults.StepStart:
+		return t.startSlot(ctx, s.Replica)
+	case faults.StepClientDrop:
+		t.bal.CutFraction(s.Fraction)
+	case faults.StepScale:
+		t.mu.Lock()
+		n := len(t.slots)
+		t.mu.Unlock()
+		for slot := n; slot < s.Replicas; slot++ {
+			if err := t.startSlot(ctx, slot); err != nil {
+				return err
+			}
+		}
+		for slot := s.Replicas; slot < n; slot++ {
+			t.bal.SetInPool(slot, false)
+			sig := syscall.SIGKILL
+			if s.Graceful {
+				sig = syscall.SIGTERM
+			}
+			t.signal(slot, sig)
+		}
+	case faults.StepPartition:
+		t.bal.Partition(s.Replica, true)
+	case faults.StepHeal:
+		t.bal.Partition(s.Replica, false)
+	case faults.StepLatency:
+		t.mu.Lock()
+		t.latency += s.Extra
+		d := t.latency
+		t.mu.Unlock()
+		t.bal.SetLatency(d)
+	case faults.StepStoreDown, faults.StepStoreUp, faults.StepStoreRestart:
+		if t.redis == nil {
+			if t.raddr != "" {
+				return ErrNotOurs
+			}
+			return nil // the design has no store to fault
+		}
+		switch s.Kind {
+		case faults.StepStoreDown:
+			return t.redis.Stop()
+		case faults.StepStoreUp:
+			return t.redis.Cont()
+		default:
+			old := t.redis.PID()
+			err := t.redis.Restart(ctx)
+			t.mu.Lock()
+			delete(t.pids, old)
+			t.pids[t.redis.PID()] = true
+			t.mu.Unlock()
+			return err
+		}
+	case faults.StepHealthDelay:
+		t.mu.Lock()
+		t.health = s.Extra
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// Close stops the LB, kills every replica and the Redis it started, and
+// waits until none of them is alive.
+func (t *Topology) Close() error {
+	if t.hs != nil {
+		t.hs.Close()
+	}
+	t.mu.Lock()
+	var all []int
+	for p := range t.pids {
+		all = append(all, p)
+	}
+	for _, c := range t.slots {
+		if c != nil && c.Process != nil {
+			c.Process.Kill()
+		}
+	}
+	t.mu.Unlock()
+	for _, p := range all {
+		if proc, err := os.FindProcess(p); err == nil {
+			proc.Signal(syscall.SIGCONT)
+			proc.Kill()
+		}
+	}
+	if t.redis != nil {
+		t.redis.Close()
+	}
+	for _, p := range all {
+		for i := 0; i < 300 && redisd.Alive(p); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
