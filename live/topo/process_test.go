@@ -1,0 +1,136 @@
+package topo
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/live/redisd"
+)
+
+func postJSON(t *testing.T, url, session string, body any) *http.Response {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// SIGTERM drains a `stormsim serve` replica: its open stream ends with a
+// retry hint, and the process exits 0.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "s.toml")
+	os.WriteFile(file, []byte(`
+[scenario.s]
+designs = ["memory-sticky"]
+[scenario.s.replica]
+drain_close = "start"
+drain_limit = "2s"
+retry_hint = "300ms"
+`), 0o644)
+	cmd := exec.Command(bin, "serve", "--file", file, "--scenario", "s", "--design", "memory-sticky")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	sc.Scan()
+	url, ok := strings.CutPrefix(sc.Text(), "listening on ")
+	if !ok {
+		t.Fatalf("first line %q", sc.Text())
+	}
+	init := postJSON(t, url, "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}})
+	sid := init.Header.Get("Mcp-Session-Id")
+	resp := postJSON(t, url, sid, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": 1000, "interval_ms": 10}}})
+	r := bufio.NewReader(resp.Body)
+	r.ReadString('\n') // the stream is open
+	cmd.Process.Signal(syscall.SIGTERM)
+	var retry bool
+	for {
+		line, err := r.ReadString('\n')
+		if strings.HasPrefix(line, "retry: 300") {
+			retry = true
+		}
+		if err != nil {
+			break
+		}
+	}
+	if !retry {
+		t.Error("the drained stream ended without retry: 300")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not exit after its drain limit")
+	}
+}
+
+// An interrupted `stormsim up` leaves none of the processes it recorded.
+func TestUpSIGINTLeavesNothing(t *testing.T) {
+	t.Parallel()
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	cmd := exec.Command(bin, "up", "steady", "--design", "redis-shared", "--file", abs)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	var endpoint string
+	var pids []int
+	for (endpoint == "" || pids == nil) && sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "endpoint: "); ok {
+			endpoint = v
+		}
+		if v, ok := strings.CutPrefix(line, "pids: "); ok {
+			for _, f := range strings.Fields(strings.Trim(v, "[]")) {
+				p, _ := strconv.Atoi(f)
+				pids = append(pids, p)
+			}
+		}
+	}
+	if endpoint == "" || len(pids) != 4 { // 3 replicas and redis-server
+		t.Fatalf("endpoint %q, pids %v", endpoint, pids)
+	}
+	if r := postJSON(t, endpoint, "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}}); r.StatusCode != 200 {
+		t.Fatalf("initialize through up: %d", r.StatusCode)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("up did not stop on SIGINT")
+	}
+	for _, p := range pids {
+		if redisd.Alive(p) {
+			t.Errorf("process %d outlived stormsim up", p)
+		}
+	}
+}

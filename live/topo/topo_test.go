@@ -1,0 +1,170 @@
+package topo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/scenario"
+)
+
+var bin string
+
+// TestMain builds the stormsim binary the replicas run.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stormsim-topo-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "stormsim")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/stormsim")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func start(t *testing.T, scName, design string) *Topology {
+	t.Helper()
+	f, err := scenario.Load("../../scenarios.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := f.Scenario(scName)
+	var d *scenario.Design
+	for i := range sc.Designs {
+		if sc.Designs[i].Name == design {
+			d = &sc.Designs[i]
+		}
+	}
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	top, err := Start(context.Background(), sc, d, &Options{Bin: bin, File: abs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pids := top.PIDs()
+		top.Close()
+		for _, p := range pids {
+			if redisd.Alive(p) {
+				t.Errorf("process %d outlived the topology", p)
+			}
+		}
+	})
+	return top
+}
+
+// connect opens a go-sdk client session through the topology's LB, counting
+// the progress notifications it receives.
+func connect(t *testing.T, top *Topology, progress *atomic.Int64) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stormsim-test", Version: "0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: top.Endpoint()}, nil)
+	if err != nil {
+		t.Fatalf("go-sdk client: connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callStream(ctx context.Context, cs *mcp.ClientSession, events, intervalMS int) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "stream", Meta: mcp.Meta{"progressToken": "t"},
+		Arguments: map[string]any{"events": events, "interval_ms": intervalMS}})
+}
+
+// The official go-sdk client calls stream through the LB and gets every
+// progress event and the result.
+func TestGoSDKClientStreams(t *testing.T) {
+	t.Parallel()
+	top := start(t, "steady", "memory-sticky")
+	var progress atomic.Int64
+	cs := connect(t, top, &progress)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := callStream(ctx, cs, 20, 10)
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool: %v %+v", err, res)
+	}
+	if n := waitFor(&progress, 19); n != 19 {
+		t.Errorf("%d progress notifications, want 19", n)
+	}
+}
+
+// After the proxy cuts its connection, the go-sdk client resumes with
+// Last-Event-ID on a design that can, and loses nothing.
+func TestGoSDKClientResumes(t *testing.T) {
+	t.Parallel()
+	top := start(t, "steady", "redis-shared")
+	var progress atomic.Int64
+	cs := connect(t, top, &progress)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		res, err := callStream(ctx, cs, 60, 25)
+		if err == nil && res.IsError {
+			err = errors.New("tool error")
+		}
+		done <- err
+	}()
+	for progress.Load() < 10 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	top.Apply(ctx, faults.Step{Kind: faults.StepClientDrop, Fraction: 1})
+	if err := <-done; err != nil {
+		t.Fatalf("the call did not survive the cut: %v", err)
+	}
+	if n := waitFor(&progress, 59); n != 59 {
+		t.Errorf("%d progress notifications after the cut, want all 59", n)
+	}
+}
+
+// After a hard restart of a memory design, the go-sdk client fails with its
+// session-missing error: the session died with the process.
+func TestGoSDKClientSessionMissing(t *testing.T) {
+	t.Parallel()
+	top := start(t, "steady", "memory-sticky")
+	var progress atomic.Int64
+	cs := connect(t, top, &progress)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := callStream(ctx, cs, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	for slot := 0; slot < 3; slot++ { // every replica restarts hard
+		top.Apply(ctx, faults.Step{Kind: faults.StepStop, Replica: slot})
+		if err := top.Apply(ctx, faults.Step{Kind: faults.StepStart, Replica: slot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := callStream(ctx, cs, 2, 1)
+	if !errors.Is(err, mcp.ErrSessionMissing) {
+		t.Errorf("call after a hard restart: %v, want mcp.ErrSessionMissing", err)
+	}
+}
+
+// waitFor gives the client's notification handlers, which run concurrently
+// with the call's return, up to 2 s to deliver want notifications.
+func waitFor(n *atomic.Int64, want int64) int64 {
+	for deadline := time.Now().Add(2 * time.Second); n.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n.Load()
+}
