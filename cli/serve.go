@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,7 +58,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&scName, "scenario", "", "`scenario` whose settings to use")
 	fs.StringVar(&design, "design", "", "`design` to serve")
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free one)")
-	fs.StringVar(&redisAddr, "redis", "", "Redis `host:port`, for the Redis designs")
+	fs.StringVar(&redisAddr, "redis-url", "", "Redis `URL` (redis://host:port/db or host:port), for the Redis designs")
 	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty)")
 	fs.IntVar(&slot, "slot", 0, "this replica's slot")
 	fs.IntVar(&slots, "slots", 1, "number of slots, for hash-minted session ids")
@@ -75,16 +76,21 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	cfg := replica.Config{
 		Slot: slot, Slots: slots, HashMint: d.LB == "hash",
 		Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, Era: d.Era,
-		RetryHint: d.Replica.RetryHint, DrainLimit: d.Replica.DrainLimit, OrphanLease: d.Replica.OrphanLease, DrainClose: d.Replica.DrainClose,
+		RetryHint: d.Replica.RetryHint, RetryHintSpread: d.Replica.RetryHintSpread, DrainLimit: d.Replica.DrainLimit, OrphanLease: d.Replica.OrphanLease, DrainClose: d.Replica.DrainClose,
 	}
 	if d.Events == topology.EventsMemory {
 		cfg.Store = store.NewMemory(d.Store.MemoryCapBytes, int64(d.Store.MemoryOverheadBytes))
 	}
 	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
 		if redisAddr == "" {
-			return usagef("serve: design %s needs Redis: pass --redis host:port", d.Name)
+			return usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ReadTimeout: d.Store.Timeout, WriteTimeout: d.Store.Timeout})
+		ropts, err := redisOptions(redisAddr)
+		if err != nil {
+			return usageError{err}
+		}
+		ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
+		rdb := redis.NewClient(ropts)
 		defer rdb.Close()
 		rs := store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
 		if d.Events == topology.EventsRedis {
@@ -148,4 +154,16 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	hs.Close()
 	return nil
+}
+
+// redisOptions reads a Redis URL, or a bare host:port.
+func redisOptions(u string) (*redis.Options, error) {
+	if !strings.Contains(u, "://") {
+		return &redis.Options{Addr: u}, nil
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-url %q: %w", u, err)
+	}
+	return o, nil
 }

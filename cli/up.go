@@ -25,7 +25,7 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 			"On exit every process stormsim started is stopped.")
 	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&design, "design", "", "`design` to run")
-	fs.StringVar(&redisAddr, "redis", "", "use this Redis (`host:port`) instead of starting one; it is never faulted")
+	fs.StringVar(&redisAddr, "redis-url", "", "use this Redis (`URL`: redis://host:port/db or host:port) instead of starting one; stormsim never stops or restarts it")
 	fs.BoolVar(&once, "once", false, "apply the fault schedule once, then stop")
 	pos, err := parse(fs, args)
 	if err != nil {

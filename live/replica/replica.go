@@ -18,12 +18,14 @@ package replica
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,9 +45,12 @@ type Config struct {
 	Events      string // topology.EventsNone, EventsMemory or EventsRedis
 	Era         string // protocol era; "" means 2025-11-25
 	RetryHint   time.Duration
-	DrainLimit  time.Duration
-	OrphanLease time.Duration
-	DrainClose  string // topology.DrainCloseAuto, Start or Exit
+	// RetryHintSpread multiplies each retry hint by U(lo, hi); zero or
+	// [1, 1] sends the same hint to every client.
+	RetryHintSpread [2]float64
+	DrainLimit      time.Duration
+	OrphanLease     time.Duration
+	DrainClose      string // topology.DrainCloseAuto, Start or Exit
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
@@ -68,6 +73,9 @@ type Server struct {
 	running  sync.WaitGroup
 
 	logMu sync.Mutex
+
+	rngMu sync.Mutex
+	rng   *mrand.Rand // jitter of retry hints, seeded once from crypto/rand
 }
 
 // call is one running tools/call; subscribers get its events as produced.
@@ -90,8 +98,11 @@ func New(cfg Config) *Server {
 		cfg.Slots = 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var seed [16]byte
+	rand.Read(seed[:])
+	rng := mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	return &Server{cfg: cfg, kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
-		live: map[string]bool{}, closing: make(chan struct{})}
+		live: map[string]bool{}, closing: make(chan struct{}), rng: rng}
 }
 
 func (s *Server) stateless() bool {
@@ -429,6 +440,21 @@ func (o *sse) event(id string, data []byte) error {
 	return nil
 }
 
+// hint is the retry hint for one stream: jittered by the spread, if any.
+func (s *Server) hint() time.Duration {
+	sp := s.cfg.RetryHintSpread
+	if sp[1] <= sp[0] {
+		if sp[0] > 0 {
+			return time.Duration(float64(s.cfg.RetryHint) * sp[0])
+		}
+		return s.cfg.RetryHint
+	}
+	s.rngMu.Lock()
+	f := sp[0] + s.rng.Float64()*(sp[1]-sp[0])
+	s.rngMu.Unlock()
+	return time.Duration(float64(s.cfg.RetryHint) * f)
+}
+
 func (o *sse) retry(d time.Duration) {
 	io.WriteString(o.w, "retry: "+strconv.FormatInt(d.Milliseconds(), 10)+"\n\n")
 	o.f.Flush()
@@ -482,7 +508,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 			return // the client went away; the call goes on
 		case <-closing:
 			if s.hasStore() && last >= 0 {
-				out.retry(s.cfg.RetryHint)
+				out.retry(s.hint())
 			}
 			return
 		}
@@ -579,7 +605,7 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 		case <-r.Context().Done():
 			return
 		case <-closing:
-			out.retry(s.cfg.RetryHint)
+			out.retry(s.hint())
 			return
 		default:
 		}

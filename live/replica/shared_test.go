@@ -18,11 +18,17 @@ import (
 // twoShared starts two replicas of redis-shared over one private redis-server.
 func twoShared(t *testing.T, lease time.Duration) (*Server, *Server, *client, *client) {
 	t.Helper()
+	a, b, ca, cb, _ := twoSharedRedis(t, lease)
+	return a, b, ca, cb
+}
+
+func twoSharedRedis(t *testing.T, lease time.Duration) (*Server, *Server, *client, *client, *redisd.Server) {
+	t.Helper()
 	srv, err := redisd.Start(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	rs := store.NewRedis(rdb, &store.RedisOptions{SessionTTL: time.Minute})
 	mk := func() (*Server, *client) {
 		s := New(Config{Mode: topology.ModeStateful, Sessions: topology.SessionsShared, Events: topology.EventsRedis,
@@ -34,7 +40,32 @@ func twoShared(t *testing.T, lease time.Duration) (*Server, *Server, *client, *c
 	a, ca := mk()
 	b, cb := mk()
 	t.Cleanup(func() { rdb.Close(); srv.Close() })
-	return a, b, ca, cb
+	return a, b, ca, cb, srv
+}
+
+// SIGSTOP of the redis-server makes the shared-session replicas answer 503
+// once the store call times out; after SIGCONT they recover.
+func TestRedisOutageGives503(t *testing.T) {
+	t.Parallel()
+	_, _, ca, _, srv := twoSharedRedis(t, time.Second)
+	ca.initialize()
+	note := map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}
+	if r := ca.do("POST", note, nil); r.StatusCode != 202 {
+		t.Fatalf("before the outage: %d", r.StatusCode)
+	}
+	srv.Stop()
+	if r := ca.do("POST", note, nil); r.StatusCode != 503 {
+		t.Errorf("during the outage: %d, want 503", r.StatusCode)
+	}
+	srv.Cont()
+	var status int
+	for i := 0; i < 50 && status != 202; i++ {
+		status = ca.do("POST", note, nil).StatusCode
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status != 202 {
+		t.Errorf("after SIGCONT: %d, want 202", status)
+	}
 }
 
 // A resume on another replica replays from Redis and follows the call live

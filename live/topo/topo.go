@@ -87,7 +87,7 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 	}()
 	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
 		if t.opts.RedisAddr != "" {
-			t.raddr = t.opts.RedisAddr
+			t.raddr = t.opts.RedisAddr // a URL or host:port, passed on as given
 		} else {
 			persistent := d.Store.Persistent
 			for _, f := range sc.Faults {
@@ -145,7 +145,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	args := []string{"serve", "--file", t.opts.File, "--scenario", t.sc.Name, "--design", t.d.Name,
 		"--slot", strconv.Itoa(slot), "--slots", strconv.Itoa(t.sc.Replicas)}
 	if t.raddr != "" {
-		args = append(args, "--redis", t.raddr)
+		args = append(args, "--redis-url", t.raddr)
 	}
 	if t.opts.LogDir != "" {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
@@ -217,11 +217,12 @@ var ErrNotOurs = errors.New("topo: refusing to stop or restart a Redis stormsim 
 func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 	switch s.Kind {
 	case faults.StepStop:
-		t.bal.SetInPool(s.Replica, false)
 		if s.Graceful {
+			t.bal.SetInPool(s.Replica, false) // a draining replica leaves the pool at once
 			t.signal(s.Replica, syscall.SIGTERM)
 		} else {
 			t.signal(s.Replica, syscall.SIGKILL)
+			t.noticeDown(s.Replica) // the LB finds out after its health-check delay
 		}
 	case faults.StepStart:
 		return t.startSlot(ctx, s.Replica)
@@ -246,8 +247,10 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 		}
 	case faults.StepPartition:
 		t.bal.Partition(s.Replica, true)
+		t.noticeDown(s.Replica)
 	case faults.StepHeal:
 		t.bal.Partition(s.Replica, false)
+		t.bal.SetInPool(s.Replica, true)
 	case faults.StepLatency:
 		t.mu.Lock()
 		t.latency += s.Extra
@@ -315,4 +318,18 @@ func (t *Topology) Close() error {
 		}
 	}
 	return nil
+}
+
+// noticeDown takes a slot out of the LB's pool once the health check would
+// notice, after the current health-check delay; until then requests routed
+// there fail.
+func (t *Topology) noticeDown(slot int) {
+	t.mu.Lock()
+	d := t.health
+	t.mu.Unlock()
+	if d <= 0 {
+		t.bal.SetInPool(slot, false)
+		return
+	}
+	time.AfterFunc(d, func() { t.bal.SetInPool(slot, false) })
 }
