@@ -129,7 +129,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		junit.AddScenario(sc.Name, designs, results, cmp, berr)
 		nreg := 0
 		if cmp != nil {
-			nreg = len(cmp.Regressions)
+			nreg = len(cmp.Regressions) + len(cmp.Missing)
 		}
 		thresholdsFailed += len(failed)
 		if berr != nil || nreg > 0 {
@@ -139,8 +139,11 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 			failLines = append(failLines, fr.String())
 		}
 		regs := fmt.Sprint(nreg)
-		if berr != nil {
+		switch {
+		case errors.Is(berr, errNoBaseline):
 			regs = "no baseline"
+		case berr != nil:
+			regs = "baseline unusable"
 		}
 		fmt.Fprintf(&sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
 		if !quiet {
@@ -149,6 +152,9 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		if cmp != nil {
 			for _, c := range cmp.Regressions {
 				failLines = append(failLines, sc.Name+"/"+c.String())
+			}
+			for _, d := range cmp.Missing {
+				failLines = append(failLines, sc.Name+"/"+d+": no baseline for this design")
 			}
 		}
 		if berr != nil {
@@ -187,6 +193,8 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+var errNoBaseline = errors.New("no baseline")
+
 // exitErr carries its own exit code.
 type exitErr struct {
 	code int
@@ -200,7 +208,7 @@ func compareWithBaseline(path string, r *report.Report) (*expect.Comparison, err
 	base, err := expect.ReadRun(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no baseline at %s: record one with make baseline", path)
+			return nil, fmt.Errorf("%w at %s: record one with make baseline", errNoBaseline, path)
 		}
 		return nil, err
 	}
@@ -259,6 +267,8 @@ func baselineCmd(ctx context.Context, env *Env, args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Run everything first: an interrupted or failed refresh writes nothing.
+	data := map[string][]byte{}
 	for _, sc := range scs {
 		o, err := sim.Run(ctx, sc, nil)
 		if err != nil {
@@ -267,13 +277,17 @@ func baselineCmd(ctx context.Context, env *Env, args []string) error {
 			}
 			return err
 		}
-		data, err := expect.FromReport(o.Report).JSON()
-		if err != nil {
+		if data[sc.Name], err = expect.FromReport(o.Report).JSON(); err != nil {
 			return err
 		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, sc := range scs {
 		path := filepath.Join(dir, sc.Name+".json")
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		if err := os.WriteFile(tmp, data[sc.Name], 0o644); err != nil {
 			return err
 		}
 		if err := os.Rename(tmp, path); err != nil {
@@ -320,9 +334,15 @@ func compareCmd(_ context.Context, env *Env, args []string) error {
 	for _, n := range cmp.Notes {
 		fmt.Fprintln(env.Stdout, "note: "+n)
 	}
-	if len(cmp.Regressions) == 0 {
+	for _, d := range cmp.Missing {
+		fmt.Fprintf(env.Stdout, "design %s has no baseline: nothing holds it\n", d)
+	}
+	if len(cmp.Regressions) == 0 && len(cmp.Missing) == 0 {
 		fmt.Fprintln(env.Stdout, "no regressions")
 		return nil
+	}
+	if len(cmp.Regressions) == 0 {
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %d design(s) without a baseline", len(cmp.Missing))}
 	}
 	fmt.Fprintf(env.Stdout, "%d regression(s):\n", len(cmp.Regressions))
 	for _, c := range cmp.Regressions {

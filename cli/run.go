@@ -69,8 +69,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	name := pos[0]
 	sets := []string(f.set)
 	if f.seed != "" {
-		if _, err := strconv.ParseUint(f.seed, 10, 64); err != nil {
-			return usagef("run: --seed %q is not a non-negative integer", f.seed)
+		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
+			return usagef("run: --seed %q is not an integer in 0..9223372036854775807", f.seed)
 		}
 		sets = append(sets, "seed="+f.seed)
 	}
@@ -84,7 +84,11 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	opts := &sim.Options{Parallel: f.parallel}
 	if f.designs != "" {
-		opts.Designs = strings.Split(f.designs, ",")
+		for _, d := range strings.Split(f.designs, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				opts.Designs = append(opts.Designs, d)
+			}
+		}
 	}
 	var bar *progressbar.ProgressBar
 	if !f.quiet && env.Interactive {
@@ -162,10 +166,18 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 
 func listCmd(_ context.Context, env *Env, args []string) error {
 	var file string
-	fs := newFlags(env, "list", "[flags]", "List the scenarios (with their descriptions) and the designs defined in the scenarios file.")
+	fs := newFlags(env, "list", "[FILE] [flags]", "List the scenarios (with their descriptions) and the designs defined in the scenarios file.")
 	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	switch len(pos) {
+	case 0:
+	case 1:
+		file = pos[0]
+	default:
+		return usagef("list: want at most one FILE, got %d", len(pos))
 	}
 	f, err := scenario.Load(file, nil)
 	if err != nil {

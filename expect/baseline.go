@@ -50,6 +50,9 @@ func FromReport(r *report.Report) *Baseline {
 		db := DesignBase{Name: d.Name, Metrics: map[string]*float64{}}
 		for _, m := range report.MetricNames() {
 			v, _ := d.Metric(m)
+			if v != nil && (math.IsInf(*v, 0) || math.IsNaN(*v)) {
+				v = nil // JSON has no infinity; a nil current value still counts as worse
+			}
 			db.Metrics[m] = v
 		}
 		b.Designs = append(b.Designs, db)
@@ -151,7 +154,7 @@ func ParseTolerances(s string, base Tolerances) (Tolerances, error) {
 			return nil, fmt.Errorf("--tolerance %q: %q is not a metric (metrics: %s)", part, k, strings.Join(report.MetricNames(), ", "))
 		}
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("--tolerance %q: %q is not a non-negative number", part, v)
 		}
 		t[k] = f
@@ -194,8 +197,9 @@ func (c Change) String() string {
 // Comparison is the result of comparing a run with its baseline.
 type Comparison struct {
 	Scenario    string
-	Notes       []string // cross-architecture, missing designs
+	Notes       []string // cross-architecture, designs dropped from the run
 	Regressions []Change
+	Missing     []string // designs of the run with no baseline: nothing holds them
 }
 
 // ErrMismatch is returned when two runs cannot be compared.
@@ -251,7 +255,7 @@ func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 	}
 	for _, d := range cur.Designs {
 		if !slices.ContainsFunc(base.Designs, func(b DesignBase) bool { return b.Name == d.Name }) {
-			c.Notes = append(c.Notes, fmt.Sprintf("design %s is new: no baseline", d.Name))
+			c.Missing = append(c.Missing, d.Name)
 		}
 	}
 	return c, nil

@@ -3,6 +3,7 @@ package expect
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -54,6 +55,9 @@ func (j *JUnit) AddScenario(name string, designs []string, results []Result, cmp
 		switch {
 		case baselineErr != nil:
 			c.Failure = &JUnitFailure{Message: baselineErr.Error(), Type: "baseline", Text: baselineErr.Error()}
+		case cmp != nil && slices.Contains(cmp.Missing, d):
+			msg := "no baseline for design " + d + ": record one with make baseline"
+			c.Failure = &JUnitFailure{Message: msg, Type: "baseline", Text: msg}
 		case cmp != nil:
 			var lines []string
 			for _, r := range cmp.Regressions {

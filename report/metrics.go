@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func (d *Design) Metric(name string) (v *float64, ok bool) {
 		var worst float64
 		for _, r := range d.RecoveryAfterFaultS {
 			if r.Seconds == nil {
-				return nil, true
+				return f(math.Inf(1)), true // never recovered: not empty, infinitely late
 			}
 			worst = max(worst, *r.Seconds)
 		}

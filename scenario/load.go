@@ -23,7 +23,7 @@ import (
 // top holds the scenario-level keys that [defaults] and [scenario.NAME] share.
 type top struct {
 	Description string        `toml:"description"`
-	Seed        uint64        `toml:"seed"`
+	Seed        int64         `toml:"seed"`
 	Duration    time.Duration `toml:"duration"`
 	Drain       time.Duration `toml:"drain"`
 	Step        time.Duration `toml:"step"`
@@ -124,9 +124,10 @@ func (l *layer) defined(key ...string) bool {
 // loader collects every problem as it goes.
 type loader struct {
 	file string
-	md   toml.MetaData
-	raw  rawFile
-	errs []error
+	md    toml.MetaData
+	setMD *toml.MetaData
+	raw   rawFile
+	errs  []error
 }
 
 func (ld *loader) errorf(where, format string, args ...any) {
@@ -144,8 +145,8 @@ func (ld *loader) decodeErr(where string, err error) {
 		if key != "" {
 			msg = key + ": " + msg
 		}
-		if pe.Line > 0 && !strings.HasPrefix(where, "--set") {
-			ld.errorf(where, "line %d: %s", pe.Line, msg)
+		if line := pe.Position.Line; line > 0 && !strings.HasPrefix(where, "--set") {
+			ld.errorf(where, "line %d: %s", line, msg)
 			return
 		}
 		ld.errorf(where, "%s", msg)
@@ -231,6 +232,11 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 		ld.decode(l, ds.Store, &s)
 		ld.decode(l, ds.Replica, &r)
 	}
+	for _, n := range append(slices.Clone(f.names), sortedKeys(ld.raw.Design)...) {
+		if !validName(n) {
+			ld.errorf(name, "%q is not a valid scenario or design name: use letters, digits, '.', '_' and '-' (it names result folders)", n)
+		}
+	}
 	for _, n := range f.names {
 		var layers []*layer
 		if md.IsDefined("defaults") {
@@ -246,6 +252,29 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	}
 	// Every key, not only the undecoded ones: the decoder matches field
 	// names case-insensitively as a fallback, and a strict schema must not.
+	// A design no scenario runs is still checked, against the defaults.
+	used := map[string]bool{}
+	for _, sc := range f.scenarios {
+		for _, d := range sc.Designs {
+			used[d.Name] = true
+		}
+	}
+	for _, dn := range sortedKeys(ld.raw.Design) {
+		if used[dn] {
+			continue
+		}
+		var layers []*layer
+		if md.IsDefined("defaults") {
+			layers = append(layers, &layer{md: &ld.md, prim: ld.raw.Defaults, path: []string{"defaults"}, where: name + ": defaults"})
+		}
+		t := builtinTop()
+		sub := make([]subs, len(layers))
+		for i, l := range layers {
+			ld.decode(l, l.prim, &t)
+			ld.decode(l, l.prim, &sub[i])
+		}
+		ld.design(dn, t, layers, sub)
+	}
 	ld.unknownKeys(md.Keys(), name, "")
 	if set != nil {
 		ld.unknownKeys(set.md.Keys(), "--set", "set")
@@ -263,6 +292,19 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 		return nil, errors.Join(uniq...)
 	}
 	return f, nil
+}
+
+// validName reports whether n is safe as a folder name.
+func validName(n string) bool {
+	if n == "" || n == "." || n == ".." || len(n) > 100 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -307,9 +349,14 @@ func (ld *loader) setLayer(pairs []string) *layer {
 	}
 	md, err := toml.Decode(b.String(), &doc)
 	if err != nil {
+		if strings.Contains(err.Error(), "already been defined") {
+			ld.errorf("--set", "a key is given twice: %s", strings.ReplaceAll(err.Error(), "set.", ""))
+			return nil
+		}
 		ld.decodeErr("--set", err)
 		return nil
 	}
+	ld.setMD = &md
 	return &layer{md: &md, prim: doc.Set, path: []string{"set"}, where: "--set"}
 }
 
@@ -349,7 +396,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	ld.decode(scLayer, scLayer.prim, &only)
 
 	s := &Scenario{
-		Name: name, Description: t.Description, Seed: t.Seed, Duration: t.Duration, Drain: t.Drain,
+		Name: name, Description: t.Description, Seed: uint64(max(t.Seed, 0)), Duration: t.Duration, Drain: t.Drain,
 		Step: t.Step, Replicas: t.Replicas, LB: t.LB, Era: t.Era, RTT: t.RTT,
 	}
 	s.Workload = builtinWorkload()
@@ -359,6 +406,9 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		}
 	}
 	ld.validateTop(s, t, layers)
+	if t.Seed < 0 {
+		ld.errorf(origin(layers, "seed"), "%d is negative (want 0..9223372036854775807)", t.Seed)
+	}
 
 	ctx := s.FaultContext()
 	for i, p := range only.Faults {
@@ -411,9 +461,13 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		s.Designs = append(s.Designs, d)
 	}
 	if scLayer.defined("expect") {
-		var raw map[string]any
-		ld.decode(scLayer, only.Expect, &raw)
-		s.Expect = ld.expect(scLayer.where+".expect", raw, s)
+		if t := scLayer.md.Type(append(slices.Clone(scLayer.path), "expect")...); t != "Hash" && t != "" {
+			ld.errorf(scLayer.where+".expect", "want a table of thresholds ([%s.expect]), got %s", strings.Join(scLayer.path, "."), strings.ToLower(t))
+		} else {
+			var raw map[string]any
+			ld.decode(scLayer, only.Expect, &raw)
+			s.Expect = ld.expect(scLayer.where+".expect", raw, s)
+		}
 	}
 	if len(ld.errs) > nerr {
 		return nil
@@ -712,20 +766,49 @@ func (ld *loader) unknownKeys(keys []toml.Key, where, strip string) {
 		if strip == "" && len(path) >= 3 && path[0] == "scenario" && path[2] == "faults" {
 			continue
 		}
-		parentKnown := true
-		for i := 1; i < len(path); i++ {
-			if validKeys(path[:i], strip != "") == nil {
-				parentKnown = false
+		// Report the first element of the path that its table does not
+		// know; a table parsed elsewhere (expect, faults) ends the walk.
+		for i := 0; i < len(path); i++ {
+			valid := validKeys(path[:i], strip != "")
+			if valid == nil {
+				break
 			}
+			if slices.Contains(valid, path[i]) || (len(valid) == 1 && valid[0] == "NAME") {
+				continue
+			}
+			ld.errorf(where, "%s: unknown key (valid: %s)", strings.Join(path[:i+1], "."), strings.Join(valid, ", "))
+			break
 		}
-		if !parentKnown || len(path) == 0 {
-			continue // reported at its parent
-		}
-		valid := validKeys(path[:len(path)-1], strip != "")
-		if slices.Contains(valid, path[len(path)-1]) || (len(valid) == 1 && valid[0] == "NAME") {
-			continue
-		}
-		ld.errorf(where, "%s: unknown key (valid: %s)", strings.Join(path, "."), strings.Join(valid, ", "))
+		ld.durationKey(k, path, where)
+	}
+}
+
+// durationKeys are the keys holding durations: strings such as "300s". A
+// bare number would be read as nanoseconds, so it is refused.
+var durationKeys = map[string]bool{
+	"duration": true, "drain": true, "step": true, "rtt": true, "think": true, "drop_every": true,
+	"base": true, "cap": true, "call_timeout": true, "redis_ttl": true, "memory_latency": true,
+	"redis_latency": true, "redis_latency_per_event": true, "service_base": true, "service_per_event": true,
+	"timeout": true, "drain_limit": true, "retry_hint": true, "orphan_lease": true, "admit_interval": true,
+	"at": true, "downtime": true, "interval": true, "restart_after": true, "away": true, "extra": true, "delay": true,
+}
+
+func (ld *loader) durationKey(k toml.Key, path []string, where string) {
+	if len(path) == 0 || !durationKeys[path[len(path)-1]] {
+		return
+	}
+	if len(path) >= 3 && path[0] == "scenario" && path[2] == "expect" {
+		return
+	}
+	md := &ld.md
+	if where == "--set" {
+		md = ld.setMD
+	}
+	if md == nil {
+		return
+	}
+	if t := md.Type(k...); t != "" && t != "String" {
+		ld.errorf(where, "%s: want a duration string such as \"300s\" or \"1m30s\", not a bare %s", strings.Join(path, "."), strings.ToLower(t))
 	}
 }
 
@@ -740,6 +823,9 @@ func validKeys(parent []string, setLayer bool) []string {
 	case len(parent) == 1 && parent[0] == "defaults":
 		return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
 	case len(parent) == 2 && parent[0] == "scenario":
+		if parent[1] == "_" { // a --set layer overrides keys, not the schedule or the thresholds
+			return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
+		}
 		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect")
 	case len(parent) == 2 && parent[0] == "design":
 		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)

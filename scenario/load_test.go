@@ -139,6 +139,20 @@ func TestBadInput(t *testing.T) {
 		{"set invalid value", minimal, []string{"replicas=0"}, []string{"--set replicas", "not in 1..1000"}},
 		// Negative client setting from a design.
 		{"negative retries", "[design.x]\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.client]\nmax_retries = -1\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.client.max_retries", "negative"}},
+		// A bare number where a duration belongs would be nanoseconds.
+		{"bare duration", "[scenario.s]\nduration = 300\n", nil, []string{"t.toml: scenario.s.duration: want a duration string such as \"300s\""}},
+		// An unknown nested table is reported at its first unknown key.
+		{"nested unknown", minimal + "[scenario.s.foo.bar]\nx = 1\n", nil, []string{"t.toml: scenario.s.foo: unknown key"}},
+		// Thresholds must be a table.
+		{"expect array", minimal + "[[scenario.s.expect]]\nevents_lost_max = 1\n", nil, []string{"t.toml: scenario.s.expect: want a table of thresholds"}},
+		// A name that would escape the results folder.
+		{"bad name", "[scenario.\"../x\"]\n", nil, []string{`"../x" is not a valid scenario or design name`}},
+		// A negative seed.
+		{"negative seed", "[scenario.s]\nseed = -1\n", nil, []string{"t.toml: scenario.s.seed: -1 is negative"}},
+		// A design no scenario uses is still checked.
+		{"unused design", minimal + "[design.x]\nmode = \"bogus\"\nsessions = \"local\"\nevents = \"memory\"\n", nil, []string{"t.toml: design.x.mode: \"bogus\" is not one of"}},
+		// --set cannot change the fault schedule or the thresholds.
+		{"set faults", minimal, []string{"faults=[]"}, []string{"--set: faults: unknown key"}},
 		// Bad drain_close.
 		{"drain close", minimal + "[scenario.s.replica]\ndrain_close = \"never\"\n", nil, []string{"t.toml: scenario.s.replica.drain_close", `"never"`}},
 	}

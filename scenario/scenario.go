@@ -111,7 +111,7 @@ var builtinDesigns = map[string]designTop{
 func builtinTop() top {
 	return top{
 		Seed: 42, Duration: 300 * time.Second, Drain: 120 * time.Second, Step: time.Second,
-		Replicas: 3, LB: "sticky", Era: "2025-11-25", RTT: 2 * time.Millisecond,
+		Replicas: 3, LB: "sticky", Era: "2025-11-25", RTT: 20 * time.Millisecond,
 		Designs: slices.Clone(DefaultDesigns),
 	}
 }
