@@ -123,7 +123,7 @@ func (l *layer) defined(key ...string) bool {
 
 // loader collects every problem as it goes.
 type loader struct {
-	file string
+	file  string
 	md    toml.MetaData
 	setMD *toml.MetaData
 	raw   rawFile
