@@ -507,7 +507,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 		case <-r.Context().Done():
 			return // the client went away; the call goes on
 		case <-closing:
-			if s.hasStore() && last >= 0 {
+			if s.priming() && last >= 0 { // polling with retry is new in 2025-11-25
 				out.retry(s.hint())
 			}
 			return
