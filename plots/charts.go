@@ -289,11 +289,11 @@ func designsChart(r *report.Report) Chart {
 		if d.Totals.EventsExpected > 0 {
 			lp = 100 * float64(d.Totals.EventsLost) / float64(d.Totals.EventsExpected)
 		}
-		lost.Bars = append(lost.Bars, Bar{Design: d.Name, Value: lp, Text: pct(d.Totals.EventsLost, d.Totals.EventsExpected), Color: col})
+		lost.Bars = append(lost.Bars, Bar{Design: d.Name, Value: lp, Text: strconv.FormatFloat(lp, 'f', 1, 64) + "%", Color: col})
 		rate.Bars = append(rate.Bars, Bar{Design: d.Name, Value: d.Totals.Rate404, Text: strconv.FormatFloat(d.Totals.Rate404, 'f', 3, 64), Color: col})
 		v, text := 0.0, "n/a"
 		if q := d.ReplayLatencyMS.P99; q != nil {
-			v, text = *q, fmtOpt(q)
+			v, text = *q, strconv.FormatFloat(*q, 'f', 0, 64)
 		}
 		p99.Bars = append(p99.Bars, Bar{Design: d.Name, Value: v, Text: text, Color: col})
 	}

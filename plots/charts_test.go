@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -322,7 +323,7 @@ func TestDesignsChart(t *testing.T) {
 	for i, d := range r.Designs {
 		lost, rate, p99 := c.Panels[0].Bars[i], c.Panels[1].Bars[i], c.Panels[2].Bars[i]
 		wantLost := 100 * float64(d.Totals.EventsLost) / float64(d.Totals.EventsExpected)
-		if lost.Design != d.Name || lost.Value != wantLost || lost.Text != pct(d.Totals.EventsLost, d.Totals.EventsExpected) {
+		if lost.Design != d.Name || lost.Value != wantLost || lost.Text != fmt.Sprintf("%.1f%%", wantLost) {
 			t.Errorf("%s: lost bar %+v, want %g", d.Name, lost, wantLost)
 		}
 		if rate.Value != d.Totals.Rate404 {

@@ -47,14 +47,15 @@ type figure struct {
 // of summary.md and every PNG chart embedded as a data: URI, so the page
 // needs no other file and no network.
 func page(r *report.Report, charts []Chart, files map[string][]byte) ([]byte, error) {
-	d := pageData{R: r, Duration: strconv.FormatFloat(r.DurationS, 'g', -1, 64), Head: tableHead}
+	head, rows := r.TableRows() // the same cells as summary.md, by construction
+	d := pageData{R: r, Duration: strconv.FormatFloat(r.DurationS, 'g', -1, 64), Head: head}
 	for i, f := range r.Faults {
 		d.Faults = append(d.Faults, faultRow{i, f.Kind, f.Label, g(f.AtS), g(f.UntilS)})
 		d.FaultIDs = append(d.FaultIDs, i)
 	}
 	for i := range r.Designs {
 		des := &r.Designs[i]
-		d.Rows = append(d.Rows, designRow{Color: StyleOf(des.Name).Hex(), Cells: tableRow(des)})
+		d.Rows = append(d.Rows, designRow{Color: StyleOf(des.Name).Hex(), Cells: rows[i]})
 		if len(r.Faults) > 0 {
 			d.Recovery = append(d.Recovery, recoveryRow{Design: des.Name, Cells: recoveryCells(des)})
 		}

@@ -86,8 +86,9 @@ func pct(n, d int64) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d))
 }
 
-// tableRows is the design table shared by stdout and summary.md.
-func (r *Report) tableRows() ([]string, [][]string) {
+// TableRows is the table of designs, header and rows, exactly as the
+// terminal, summary.md and report.html show it.
+func (r *Report) TableRows() ([]string, [][]string) {
 	head := []string{"design", "lb", "profile", "calls", "done", "failed", "reissued", "events", "lost", "lost%", "replayed", "unproduced", "404s", "rate_404", "resumes", "reconnects", "replay p50 ms", "replay p99 ms", "recovery p50 ms", "store peak"}
 	var rows [][]string
 	for _, d := range r.Designs {
@@ -124,7 +125,7 @@ func humanBytes(b int64) string {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s (seed %d, %s engine)\n", r.Scenario, r.Seed, r.Engine)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head, rows := r.tableRows()
+	head, rows := r.TableRows()
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, row := range rows {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -145,7 +146,7 @@ func (r *Report) Markdown() []byte {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Designs\n\n")
-	head, rows := r.tableRows()
+	head, rows := r.TableRows()
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
 	for range head {
 		b.WriteString("---|")
