@@ -1,0 +1,157 @@
+// Package sse parses a text/event-stream as the HTML Living Standard
+// describes it: lines end in CRLF, LF or CR; "data" lines join with "\n";
+// "id" sets the last event id (ignored when it holds NUL); "retry" sets the
+// reconnection time when it is all ASCII digits; lines starting with ":"
+// are comments; a blank line dispatches the event.
+//
+// Unlike a browser, Next also returns an event that carries only an id: for
+// MCP resumption the id is what matters (a priming event may have no data).
+//
+//	r := sse.NewReader(resp.Body)
+//	for {
+//		ev, err := r.Next()
+//		if err != nil { break }
+//		fmt.Println(ev.ID, ev.Data)
+//	}
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one dispatched event.
+type Event struct {
+	ID       string        // the last event id after this event ("" when none was ever set)
+	HasID    bool          // this event's own lines set the id
+	Type     string        // the "event" field; "" means "message"
+	Data     string        // data lines joined with "\n"
+	HasData  bool          // at least one data line
+	Retry    time.Duration // the reconnection time, when HasRetry
+	HasRetry bool
+}
+
+// Reader reads events from a stream. It is not safe for concurrent use.
+type Reader struct {
+	br       *bufio.Reader
+	lastID   string
+	started  bool
+	maxLine  int
+	pendingR bool // the previous line ended in CR: skip an LF that follows
+}
+
+// ErrLineTooLong is returned for a line over the reader's limit.
+var ErrLineTooLong = errors.New("sse: line too long")
+
+// NewReader reads from r; lines may be up to 4 MiB.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), maxLine: 4 << 20}
+}
+
+// LastID is the last event id seen so far.
+func (r *Reader) LastID() string { return r.lastID }
+
+// line reads one line without its terminator (CRLF, LF or CR).
+func (r *Reader) line() (string, error) {
+	var buf bytes.Buffer
+	for {
+		b, err := r.br.ReadByte()
+		if err != nil {
+			if err == io.EOF && buf.Len() > 0 {
+				return buf.String(), io.ErrUnexpectedEOF // a last line without its end
+			}
+			return "", err
+		}
+		if r.pendingR {
+			r.pendingR = false
+			if b == '\n' {
+				continue
+			}
+		}
+		switch b {
+		case '\n':
+			return buf.String(), nil
+		case '\r':
+			r.pendingR = true
+			return buf.String(), nil
+		}
+		if buf.Len() >= r.maxLine {
+			return "", ErrLineTooLong
+		}
+		buf.WriteByte(b)
+	}
+}
+
+// Next returns the next event. It returns io.EOF at the end of the stream;
+// an event cut off by the end of the stream is not dispatched.
+func (r *Reader) Next() (Event, error) {
+	var ev Event
+	var data strings.Builder
+	seen := false
+	for {
+		line, err := r.line()
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return Event{}, io.EOF
+			}
+			return Event{}, err
+		}
+		if !r.started {
+			r.started = true
+			line = strings.TrimPrefix(line, "\ufeff") // a byte order mark may start the stream
+		}
+		if line == "" {
+			if !seen {
+				continue
+			}
+			ev.ID = r.lastID
+			if ev.HasData {
+				ev.Data = strings.TrimSuffix(data.String(), "\n")
+			}
+			if ev.HasData || ev.HasID || ev.HasRetry {
+				return ev, nil
+			}
+			ev, seen = Event{}, false
+			data.Reset()
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment
+		}
+		seen = true
+		field, value, found := strings.Cut(line, ":")
+		if found {
+			value = strings.TrimPrefix(value, " ")
+		}
+		switch field {
+		case "data":
+			data.WriteString(value)
+			data.WriteByte('\n')
+			ev.HasData = true
+		case "event":
+			ev.Type = value
+		case "id":
+			if !strings.ContainsRune(value, 0) {
+				r.lastID, ev.HasID = value, true
+			}
+		case "retry":
+			if n, err := strconv.ParseUint(value, 10, 63); err == nil && value != "" && isDigits(value) {
+				ev.Retry, ev.HasRetry = time.Duration(n)*time.Millisecond, true
+			}
+		}
+	}
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readAll(t testing.TB, s string) []Event {
+	t.Helper()
+	r := NewReader(strings.NewReader(s))
+	var out []Event
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		in   string
+		want []Event
+	}{
+		// An MCP stream: the priming event (an id, empty data), then events.
+		{"mcp", "id: s_0\ndata: \n\nid: s_1\ndata: {\"a\":1}\n\n",
+			[]Event{{ID: "s_0", HasID: true, HasData: true}, {ID: "s_1", HasID: true, Data: `{"a":1}`, HasData: true}}},
+		// Multi-line data joins with \n; event types; comments are skipped.
+		{"multi", ": keepalive\nevent: message\ndata: a\ndata: b\n\n",
+			[]Event{{Type: "message", Data: "a\nb", HasData: true}}},
+		// CRLF and CR line ends, and a byte order mark.
+		{"line ends", "\ufeffdata: x\r\n\r\ndata: y\r\rdata: z\n\n",
+			[]Event{{Data: "x", HasData: true}, {Data: "y", HasData: true}, {Data: "z", HasData: true}}},
+		// retry in ms; a non-numeric retry is ignored; an id-only event is returned.
+		{"retry", "retry: 1500\n\nretry: 1s\nid: k\n\n",
+			[]Event{{Retry: 1500 * time.Millisecond, HasRetry: true}, {ID: "k", HasID: true}}},
+		// The last id carries over to later events; an id with NUL is ignored.
+		{"last id", "id: a\ndata: 1\n\ndata: 2\n\nid: b\x00c\ndata: 3\n\n",
+			[]Event{{ID: "a", HasID: true, Data: "1", HasData: true}, {ID: "a", Data: "2", HasData: true}, {ID: "a", Data: "3", HasData: true}}},
+		// A field without a colon has an empty value; no space is stripped twice.
+		{"fields", "data\ndata:  two spaces\n\n", []Event{{Data: "\n two spaces", HasData: true}}},
+		// An event cut off by the end of the stream is not dispatched.
+		{"cut", "data: whole\n\ndata: cut", []Event{{Data: "whole", HasData: true}}},
+	}
+	for _, c := range cases {
+		if diff := cmp.Diff(c.want, readAll(t, c.in)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
+// FuzzSSEParser: any input parses without panicking, and what the writer
+// side of the protocol writes comes back intact.
+func FuzzSSEParser(f *testing.F) {
+	f.Add("id: s_0\ndata: \n\n", "payload", "s_1")
+	f.Add("data: a\r\ndata: b\r\n\r\n", "x\ny", "")
+	f.Add(": c\nretry: 10\n\n", "", "id")
+	f.Fuzz(func(t *testing.T, raw, data, id string) {
+		r := NewReader(strings.NewReader(raw))
+		for i := 0; i < 10000; i++ {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			if strings.ContainsAny(ev.Data, "\r") && !strings.Contains(raw, "\r") {
+				t.Fatalf("data %q has a CR the input did not", ev.Data)
+			}
+		}
+		// Round trip: a well-formed event written as MCP servers write it.
+		if strings.ContainsAny(id, "\r\n\x00") || strings.ContainsRune(data, '\r') {
+			return
+		}
+		var b strings.Builder
+		b.WriteString("id: " + id + "\n")
+		for _, l := range strings.Split(data, "\n") {
+			b.WriteString("data: " + l + "\n")
+		}
+		b.WriteString("\n")
+		got := readAll(t, b.String())
+		if len(got) != 1 || got[0].Data != data || got[0].ID != id {
+			t.Fatalf("round trip of id %q data %q gave %+v", id, data, got)
+		}
+	})
+}
