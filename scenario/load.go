@@ -483,48 +483,13 @@ func (ld *loader) expect(where string, raw map[string]any, s *Scenario) []Check 
 		names = append(names, d.Name)
 	}
 	var checks []Check
-	parse := func(where, design string, m map[string]any) {
-		allow := false
-		if v, ok := m["allow_empty"]; ok {
-			b, isBool := v.(bool)
-			if !isBool {
-				ld.errorf(where+".allow_empty", "%v is not true or false", v)
-			}
-			allow = b
-		}
-		for _, key := range sortedKeys(m) {
-			v := m[key]
-			if key == "allow_empty" {
-				continue
-			}
-			if sub, ok := v.(map[string]any); ok {
-				if design != "" {
-					ld.errorf(where+"."+key, "a design's table cannot hold another table")
-					continue
-				}
-				// Any defined design may have expectations: --set designs=[...]
-				// may run a subset, and checks of designs not run are skipped.
-				if !slices.Contains(names, key) && !slices.Contains(ld.definedDesigns(), key) {
-					ld.errorf(where+"."+key, "%q is not a design of this scenario (designs: %s)", key, strings.Join(names, ", "))
-					continue
-				}
-				ld.expectDesign(where+"."+key, key, sub, &checks)
-				continue
-			}
-			c, err := parseCheck(key, v)
-			if err != nil {
-				ld.errorf(where+"."+key, "%v; or name a design of this scenario (%s)", err, strings.Join(names, ", "))
-				continue
-			}
-			c.Design, c.AllowEmpty = design, allow
-			checks = append(checks, c)
-		}
-	}
-	parse(where, "", raw)
+	ld.expectTable(where, "", raw, names, &checks)
 	return checks
 }
 
-func (ld *loader) expectDesign(where, design string, m map[string]any, checks *[]Check) {
+// expectTable reads one table of thresholds: for every design (design ""),
+// whose sub-tables are designs, or for one design.
+func (ld *loader) expectTable(where, design string, m map[string]any, names []string, checks *[]Check) {
 	allow := false
 	if v, ok := m["allow_empty"]; ok {
 		b, isBool := v.(bool)
@@ -534,12 +499,30 @@ func (ld *loader) expectDesign(where, design string, m map[string]any, checks *[
 		allow = b
 	}
 	for _, key := range sortedKeys(m) {
+		v := m[key]
 		if key == "allow_empty" {
 			continue
 		}
-		c, err := parseCheck(key, m[key])
+		if sub, ok := v.(map[string]any); ok {
+			switch {
+			case design != "":
+				ld.errorf(where+"."+key, "a design's table cannot hold another table")
+			// Any defined design may have expectations: --set designs=[...]
+			// may run a subset, and checks of designs not run are skipped.
+			case !slices.Contains(names, key) && !slices.Contains(ld.definedDesigns(), key):
+				ld.errorf(where+"."+key, "%q is not a design of this scenario (designs: %s)", key, strings.Join(names, ", "))
+			default:
+				ld.expectTable(where+"."+key, key, sub, names, checks)
+			}
+			continue
+		}
+		c, err := parseCheck(key, v)
 		if err != nil {
-			ld.errorf(where+"."+key, "%v", err)
+			if design == "" {
+				ld.errorf(where+"."+key, "%v; or name a design of this scenario (%s)", err, strings.Join(names, ", "))
+			} else {
+				ld.errorf(where+"."+key, "%v", err)
+			}
 			continue
 		}
 		c.Design, c.AllowEmpty = design, allow

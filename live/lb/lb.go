@@ -50,9 +50,20 @@ func New(policy topology.Policy, urls []string) (*Balancer, error) {
 }
 
 func (b *Balancer) add(raw string) error {
-	u, err := url.Parse(raw)
+	p, u, err := newProxy(raw)
 	if err != nil {
 		return err
+	}
+	b.backends = append(b.backends, &backend{url: u, proxy: p, inPool: true, conns: map[*http.Request]context.CancelFunc{}})
+	return nil
+}
+
+// newProxy returns a reverse proxy to one replica that flushes every SSE
+// event at once and answers 503 when the replica cannot be reached.
+func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, nil, err
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
 	p.FlushInterval = -1 // every SSE event goes through at once
@@ -61,8 +72,7 @@ func (b *Balancer) add(raw string) error {
 			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
 		}
 	}
-	b.backends = append(b.backends, &backend{url: u, proxy: p, inPool: true, conns: map[*http.Request]context.CancelFunc{}})
-	return nil
+	return p, u, nil
 }
 
 // view adapts the balancer to topology.View; the caller holds mu.
@@ -176,16 +186,9 @@ func (b *Balancer) SetLatency(d time.Duration) {
 
 // SetBackend points a slot at a new replica URL (a restarted process).
 func (b *Balancer) SetBackend(slot int, raw string) error {
-	u, err := url.Parse(raw)
+	p, u, err := newProxy(raw)
 	if err != nil {
 		return err
-	}
-	p := httputil.NewSingleHostReverseProxy(u)
-	p.FlushInterval = -1
-	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		if r.Context().Err() == nil {
-			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
-		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

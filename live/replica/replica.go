@@ -287,8 +287,10 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.calls[c.stream] = c
 	s.running.Add(1)
 	s.mu.Unlock()
+	closing, release, _ := s.claim(c.stream) // a new stream: nobody else has it
+	defer release()
 	go s.produce(c, msg.ID, p.Meta.ProgressToken, a)
-	s.stream(w, r, c, 0, true)
+	s.stream(w, r, c, 0, true, closing)
 }
 
 func newStreamID() string {
@@ -462,16 +464,8 @@ func (o *sse) retry(d time.Duration) {
 
 // stream sends a call's events after index to the client until the result,
 // the client going away, or a drain closing the stream with a retry hint.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after int64, fresh bool) {
-	s.mu.Lock()
-	s.live[c.stream] = true
-	closing := s.closing
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.live, c.stream)
-		s.mu.Unlock()
-	}()
+// The caller has claimed the stream.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after int64, fresh bool, closing <-chan struct{}) {
 	out, ok := s.openSSE(w, r.Header.Get("Mcp-Session-Id"))
 	if !ok {
 		return
@@ -539,24 +533,42 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	s.mu.Lock()
-	busy := s.live[stream]
-	c := s.calls[stream]
-	s.mu.Unlock()
-	if busy {
+	closing, release, ok := s.claim(stream)
+	if !ok {
 		http.Error(w, "stream already has a connection", http.StatusConflict)
 		return
 	}
+	defer release()
+	s.mu.Lock()
+	c := s.calls[stream]
+	s.mu.Unlock()
 	if c != nil && c.session == session {
 		// The producer runs here: replay from the store, then follow it live.
 		if _, err := s.cfg.Store.After(r.Context(), session, stream, index); err != nil {
 			s.replayError(w, err)
 			return
 		}
-		s.stream(w, r, c, index, false)
+		s.stream(w, r, c, index, false, closing)
 		return
 	}
-	s.replayAndFollow(w, r, session, stream, index)
+	s.replayAndFollow(w, r, session, stream, index, closing)
+}
+
+// claim gives a stream its one connection: it returns the channel that
+// closes on a drain and the release to defer, or false when the stream
+// already has a connection (a resume then gets 409).
+func (s *Server) claim(stream string) (<-chan struct{}, func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live[stream] {
+		return nil, nil, false
+	}
+	s.live[stream] = true
+	return s.closing, func() {
+		s.mu.Lock()
+		delete(s.live, stream)
+		s.mu.Unlock()
+	}, true
 }
 
 func (s *Server) replayError(w http.ResponseWriter, err error) {
@@ -570,7 +582,8 @@ func (s *Server) replayError(w http.ResponseWriter, err error) {
 // replayAndFollow serves a resume of a call this replica does not run:
 // replay from the store, then, with shared sessions, follow the producer
 // through Redis until its result or until its lease runs out (an orphan).
-func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session, stream string, index int64) {
+// The caller has claimed the stream.
+func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session, stream string, index int64, closing <-chan struct{}) {
 	evs, err := s.cfg.Store.After(r.Context(), session, stream, index)
 	if err != nil {
 		s.replayError(w, err)
@@ -580,15 +593,6 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	s.live[stream] = true
-	closing := s.closing
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.live, stream)
-		s.mu.Unlock()
-	}()
 	last := index
 	for _, e := range evs {
 		if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final {
