@@ -11,6 +11,7 @@ import (
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // Connection kinds.
@@ -448,46 +449,15 @@ func (e *engine) dispatch(ev event) {
 
 // --- clients -------------------------------------------------------------
 
-const (
-	workStream = 0x9e3779b97f4a7c15
-	dropStream = 0xd1b54a32d192ed03
-)
-
 func (e *engine) initClient(id int32) {
 	c := &e.clients[id]
 	c.brain.Init(&e.d.Client, e.rng)
-	c.work.Seed(e.sc.Seed, workStream^uint64(id))
-	c.drops.Seed(e.sc.Seed^dropStream, uint64(id))
+	workload.Seed(&c.work, &c.drops, e.sc.Seed, int(id))
 	c.sessProc, c.dropSched, c.nextDrop = -1, -1, 0
 	c.call.attempt, c.call.dropAt = -1, -1
 	if e.sc.Workload.DropEvery > 0 {
-		c.nextDrop = e.now + e.expDraw(&c.drops, int64(e.sc.Workload.DropEvery))
+		c.nextDrop = e.now + workload.Exp(&c.drops, int64(e.sc.Workload.DropEvery))
 	}
-}
-
-func unit(p *rand.PCG) float64 { return float64(p.Uint64()>>11) / (1 << 53) }
-
-func (e *engine) expDraw(p *rand.PCG, mean int64) int64 {
-	return int64(-math.Log(1-unit(p)) * float64(mean))
-}
-
-// draw takes the next call's length and the think time after it. Each call
-// consumes exactly two draws, so call i gets the same values in every design.
-func (e *engine) draw(c *client) (int32, int64) {
-	w := &e.sc.Workload
-	u1, u2 := unit(&c.work), unit(&c.work)
-	n := int32(w.EventsMin)
-	if w.EventsDist == "uniform" {
-		n += int32(u1 * float64(w.EventsMax-w.EventsMin+1))
-		if n > int32(w.EventsMax) {
-			n = int32(w.EventsMax)
-		}
-	}
-	think := int64(w.Think)
-	if w.ThinkDist == "exp" {
-		think = int64(-math.Log(1-u2) * float64(w.Think))
-	}
-	return n, think
 }
 
 func (e *engine) startCall(id int32, c *client) {
@@ -497,7 +467,7 @@ func (e *engine) startCall(id int32, c *client) {
 		return
 	}
 	c.calls++
-	n, think := e.draw(c)
+	n, think := workload.Draw(&e.sc.Workload, &c.work)
 	c.think = think
 	c.call = call{active: true, e: n, unprodMark: n, attempt: -1, dropAt: -1}
 	e.t.Calls++
@@ -655,7 +625,7 @@ func (e *engine) scheduleDrop(id int32, c *client) {
 		return
 	}
 	for c.nextDrop <= e.now {
-		c.nextDrop += e.expDraw(&c.drops, int64(e.sc.Workload.DropEvery))
+		c.nextDrop += workload.Exp(&c.drops, int64(e.sc.Workload.DropEvery))
 	}
 	// A drop instant after the attempt's last event cannot touch this
 	// stream; the next connection will look again.
@@ -1266,7 +1236,7 @@ func (e *engine) clientDrop(s faults.Step) {
 			if c.conn.kind != connCall && c.conn.kind != connResume {
 				continue
 			}
-			if pick(e.sc.Seed, uint64(s.Fault), uint64(id)) < s.Fraction {
+			if workload.Pick(e.sc.Seed, uint64(s.Fault), uint64(id)) < s.Fraction {
 				victims = append(victims, id)
 			}
 		}
@@ -1277,18 +1247,6 @@ func (e *engine) clientDrop(s faults.Step) {
 		c.awayUntil = e.now + int64(s.Away)
 		e.endStream(id, c, clients.Input{Kind: clients.InStreamEnd})
 	}
-}
-
-// pick is a uniform number in [0,1) from (seed, fault, client): the same
-// clients are picked in every design that has them streaming.
-func pick(seed, fault, id uint64) float64 {
-	x := seed ^ (fault+1)*0x9e3779b97f4a7c15 ^ id*0xbf58476d1ce4e5b9
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / (1 << 53)
 }
 
 // recordProbe notes the live local sessions that match, to check what each

@@ -8,18 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // ErrNoDesigns is returned when the design subset matches nothing.
@@ -47,31 +45,8 @@ type Output struct {
 // Horizon is the virtual time a run covers: the scenario plus its drain.
 func Horizon(sc *scenario.Scenario) time.Duration { return sc.Duration + sc.Drain }
 
-// Arrivals paces the clients' arrival times with a vegeta Pacer in virtual
-// time: constant at workload.arrival_rate, or linear when arrival_slope is
-// set. Clients that would arrive after the scenario ends never arrive.
-func Arrivals(sc *scenario.Scenario) []int64 {
-	w := sc.Workload
-	rate := vegeta.Rate{Freq: int(math.Round(w.ArrivalRate * 1000)), Per: 1000 * time.Second}
-	var p vegeta.Pacer = vegeta.ConstantPacer(rate)
-	if w.ArrivalSlope != 0 {
-		p = vegeta.LinearPacer{StartAt: rate, Slope: w.ArrivalSlope}
-	}
-	out := make([]int64, 0, w.Clients)
-	var t time.Duration
-	for hits := uint64(0); hits < uint64(w.Clients); hits++ {
-		wait, stop := p.Pace(t, hits)
-		if stop {
-			break
-		}
-		t += wait
-		if t >= sc.Duration {
-			break
-		}
-		out = append(out, int64(t))
-	}
-	return out
-}
+// Arrivals is workload.Arrivals: the clients' arrival times in nanoseconds.
+func Arrivals(sc *scenario.Scenario) []int64 { return workload.Arrivals(sc) }
 
 // DesignSeed derives a design's RNG seed from the run seed and its name, so
 // a design's row does not depend on which other designs run.
