@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/stormsim/stormsim/expect"
+	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -53,8 +55,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&f.set, "set", "override a scenario key, repeatable (`key=value`, e.g. workload.clients=500)")
 	fs.StringVar(&f.out, "out", "results", "results `dir`")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
-	fs.IntVar(&f.parallel, "parallel", 0, "designs simulated at once (0 = one per core)")
-	fs.StringVar(&f.engine, "engine", "sim", "engine: sim")
+	fs.IntVar(&f.parallel, "parallel", 0, "designs run at once (0 = one per core in the simulator, one at a time live)")
+	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time) or live (real replicas, LB, Redis and SSE clients on loopback)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -63,8 +65,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
 	}
-	if f.engine != "sim" {
-		return usagef("run: --engine %q is not available (valid: sim)", f.engine)
+	if f.engine != "sim" && f.engine != "live" {
+		return usagef("run: --engine %q is not available (valid: sim, live)", f.engine)
 	}
 	name := pos[0]
 	sets := []string(f.set)
@@ -82,36 +84,57 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	opts := &sim.Options{Parallel: f.parallel}
+	var designs []string
 	if f.designs != "" {
 		for _, d := range strings.Split(f.designs, ",") {
 			if d = strings.TrimSpace(d); d != "" {
-				opts.Designs = append(opts.Designs, d)
+				designs = append(designs, d)
 			}
 		}
 	}
 	var bar *progressbar.ProgressBar
+	var progress func(time.Duration)
 	if !f.quiet && env.Interactive {
 		n := len(sc.Designs)
-		if opts.Designs != nil {
-			n = len(opts.Designs)
+		if designs != nil {
+			n = len(designs)
 		}
 		total := int64(sim.Horizon(sc)/time.Millisecond) * int64(n)
 		bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionSetDescription(fmt.Sprintf("%s: %d designs", sc.Name, n)),
+			progressbar.OptionSetDescription(fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n)),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100*time.Millisecond),
 		)
 		var mu sync.Mutex
-		opts.Progress = func(d time.Duration) {
+		progress = func(d time.Duration) {
 			mu.Lock()
 			bar.Add64(int64(d / time.Millisecond))
 			mu.Unlock()
 		}
 	}
-	out, err := sim.Run(ctx, sc, opts)
+	var rep *report.Report
+	var resultsBin []byte
+	if f.engine == "live" {
+		abs, aerr := filepath.Abs(f.file)
+		if aerr != nil {
+			return aerr
+		}
+		var buf bytes.Buffer
+		var out *runner.Output
+		out, err = runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
+			Progress: progress, Results: &buf, Set: sets})
+		if err == nil {
+			rep, resultsBin = out.Report, buf.Bytes()
+		}
+	} else {
+		var out *sim.Output
+		out, err = sim.Run(ctx, sc, &sim.Options{Parallel: f.parallel, Designs: designs, Progress: progress})
+		if err == nil {
+			rep = out.Report
+		}
+	}
 	if bar != nil {
 		bar.Finish()
 	}
@@ -124,12 +147,15 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		return err
 	}
-	files, err := out.Report.Files()
+	files, err := rep.Files()
 	if err != nil {
 		return err
 	}
+	if resultsBin != nil {
+		files["results.bin"] = resultsBin
+	}
 	if !f.noCharts {
-		charts, err := plots.Render(out.Report)
+		charts, err := plots.Render(rep)
 		if err != nil {
 			return err
 		}
@@ -144,10 +170,10 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	results := expect.Evaluate(out.Report, sc.Expect)
+	results := expect.Evaluate(rep, sc.Expect)
 	failed := expect.Failed(results)
 	if !f.quiet {
-		if err := out.Report.WriteTable(env.Stdout); err != nil {
+		if err := rep.WriteTable(env.Stdout); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(dir, "report.json"))

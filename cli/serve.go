@@ -25,8 +25,8 @@ func init() {
 }
 
 // designOf resolves a scenario's design by name.
-func designOf(file, scName, design string) (*scenario.Scenario, *scenario.Design, error) {
-	f, err := scenario.Load(file, nil)
+func designOf(file, scName, design string, sets []string) (*scenario.Scenario, *scenario.Design, error) {
+	f, err := scenario.Load(file, &scenario.Options{Set: sets, Target: scName})
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
@@ -49,6 +49,7 @@ func designOf(file, scName, design string) (*scenario.Scenario, *scenario.Design
 func serveCmd(ctx context.Context, env *Env, args []string) error {
 	var file, scName, design, addr, redisAddr, logPath string
 	var slot, slots int
+	var set listFlag
 	fs := newFlags(env, "serve", "--scenario S --design D [flags]",
 		"Run one replica of design D of scenario S: MCP Streamable HTTP on /mcp, health on /healthz.\n"+
 			"It prints \"listening on http://ADDR/mcp\" when ready. SIGTERM drains it (the replica refuses new\n"+
@@ -60,6 +61,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free one)")
 	fs.StringVar(&redisAddr, "redis-url", "", "Redis `URL` (redis://host:port/db or host:port), for the Redis designs")
 	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty)")
+	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
 	fs.IntVar(&slot, "slot", 0, "this replica's slot")
 	fs.IntVar(&slots, "slots", 1, "number of slots, for hash-minted session ids")
 	pos, err := parse(fs, args)
@@ -69,7 +71,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 0 || scName == "" || design == "" {
 		return usagef("serve: want --scenario and --design, and no arguments")
 	}
-	_, d, err := designOf(file, scName, design)
+	_, d, err := designOf(file, scName, design, set)
 	if err != nil {
 		return err
 	}

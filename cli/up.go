@@ -34,7 +34,7 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 || design == "" {
 		return usagef("up: want SCENARIO and --design")
 	}
-	sc, d, err := designOf(file, pos[0], design)
+	sc, d, err := designOf(file, pos[0], design, nil)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 			if err := t.Apply(ctx, s); err != nil {
 				fmt.Fprintf(env.Stderr, "up: fault step at %v: %v\n", s.At, err)
 			} else {
-				fmt.Fprintf(env.Stderr, "up: round %d, %v: %s\n", round, s.At, stepName(s))
+				fmt.Fprintf(env.Stderr, "up: round %d, %v: %s\n", round, s.At, s.Describe())
 			}
 		}
 		if once {
@@ -73,33 +73,4 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 		case <-time.After(time.Until(start.Add(sc.Duration))):
 		}
 	}
-}
-
-func stepName(s faults.Step) string {
-	switch s.Kind {
-	case faults.StepStop:
-		if s.Graceful {
-			return fmt.Sprintf("replica %d drains (SIGTERM)", s.Replica)
-		}
-		return fmt.Sprintf("replica %d killed (SIGKILL)", s.Replica)
-	case faults.StepStart:
-		return fmt.Sprintf("replica %d started", s.Replica)
-	case faults.StepClientDrop:
-		return fmt.Sprintf("%.0f%% of connections cut", 100*s.Fraction)
-	case faults.StepScale:
-		return fmt.Sprintf("scaled to %d replicas", s.Replicas)
-	case faults.StepPartition:
-		return fmt.Sprintf("replica %d partitioned", s.Replica)
-	case faults.StepHeal:
-		return fmt.Sprintf("replica %d reachable again", s.Replica)
-	case faults.StepLatency:
-		return fmt.Sprintf("latency %+v", s.Extra)
-	case faults.StepStoreDown:
-		return "redis-server stopped (SIGSTOP)"
-	case faults.StepStoreUp:
-		return "redis-server continued (SIGCONT)"
-	case faults.StepStoreRestart:
-		return "redis-server restarted"
-	}
-	return "lb health-check delay changed"
 }

@@ -166,3 +166,33 @@ func (c *checks) nonNeg(key string, d time.Duration) {
 		c.add(key, "%v is negative", d)
 	}
 }
+
+// Describe says what the live engine does for the step, for logs.
+func (s Step) Describe() string {
+	switch s.Kind {
+	case StepStop:
+		if s.Graceful {
+			return fmt.Sprintf("replica %d drains (SIGTERM)", s.Replica)
+		}
+		return fmt.Sprintf("replica %d killed (SIGKILL)", s.Replica)
+	case StepStart:
+		return fmt.Sprintf("replica %d started", s.Replica)
+	case StepClientDrop:
+		return fmt.Sprintf("%.0f%% of connections cut", 100*s.Fraction)
+	case StepScale:
+		return fmt.Sprintf("scaled to %d replicas", s.Replicas)
+	case StepPartition:
+		return fmt.Sprintf("replica %d partitioned", s.Replica)
+	case StepHeal:
+		return fmt.Sprintf("replica %d reachable again", s.Replica)
+	case StepLatency:
+		return fmt.Sprintf("latency %+v", s.Extra)
+	case StepStoreDown:
+		return "redis-server stopped (SIGSTOP)"
+	case StepStoreUp:
+		return "redis-server continued (SIGCONT)"
+	case StepStoreRestart:
+		return "redis-server restarted"
+	}
+	return "lb health-check delay changed"
+}

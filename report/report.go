@@ -9,6 +9,8 @@
 //	events_expected = events_delivered + events_lost + events_pending
 package report
 
+import vegeta "github.com/tsenart/vegeta/v12/lib"
+
 // Schema is the version of report.json this package writes and reads.
 const Schema = 1
 
@@ -52,6 +54,8 @@ type Design struct {
 	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
 	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
 	Series              Series          `json:"series"`
+	// HTTP is vegeta's summary of every HTTP exchange: live runs only.
+	HTTP *vegeta.Metrics `json:"http,omitempty"`
 }
 
 // Totals are the counts of DOMAIN.md §6.
@@ -70,6 +74,7 @@ type Totals struct {
 	EventsRedone     int64  `json:"events_redone"`
 	EventsUnproduced int64  `json:"events_unproduced"`
 	EventsWasted     int64  `json:"events_wasted"`
+	EventsOutOfOrder int64  `json:"events_out_of_order"`
 	LostByCause      Causes `json:"lost_by_cause"`
 
 	Drops           int64   `json:"drops"`

@@ -133,16 +133,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 
 	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}}
-	r := &report.Report{
-		Schema: report.Schema, StormsimVersion: report.Version, Scenario: sc.Name,
-		Description: sc.Description, ScenarioHash: Hash(sc), Engine: "sim", Seed: sc.Seed,
-		DurationS: sc.Duration.Seconds(), Faults: []report.Fault{}, Designs: []report.Design{},
-	}
-	ctxF := sc.FaultContext()
-	for _, f := range sc.Faults {
-		sp := f.Span(ctxF)
-		r.Faults = append(r.Faults, report.Fault{Kind: f.Kind(), Label: sp.Label, AtS: sp.At.Seconds(), UntilS: sp.Until.Seconds()})
-	}
+	r := Header(sc, "sim")
 	for i, e := range engines {
 		d := designs[i]
 		rd := report.Design{
@@ -159,6 +150,22 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	out.Report = r
 	return out, nil
+}
+
+// Header is a report for sc with no designs yet: what every engine writes
+// first, the fault schedule included.
+func Header(sc *scenario.Scenario, engine string) *report.Report {
+	r := &report.Report{
+		Schema: report.Schema, StormsimVersion: report.Version, Scenario: sc.Name,
+		Description: sc.Description, ScenarioHash: Hash(sc), Engine: engine, Seed: sc.Seed,
+		DurationS: sc.Duration.Seconds(), Faults: []report.Fault{}, Designs: []report.Design{},
+	}
+	ctxF := sc.FaultContext()
+	for _, f := range sc.Faults {
+		sp := f.Span(ctxF)
+		r.Faults = append(r.Faults, report.Fault{Kind: f.Kind(), Label: sp.Label, AtS: sp.At.Seconds(), UntilS: sp.Until.Seconds()})
+	}
+	return r
 }
 
 // stopper is polled by the engine's loop to honour cancellation.

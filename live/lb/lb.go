@@ -11,6 +11,8 @@ package lb
 
 import (
 	"context"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -67,6 +69,9 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
 	p.FlushInterval = -1 // every SSE event goes through at once
+	// A stream cut by a fault or a dying replica is the point of the
+	// exercise, not an error worth a log line.
+	p.ErrorLog = log.New(io.Discard, "", 0)
 	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() == nil {
 			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)

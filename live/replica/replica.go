@@ -54,7 +54,10 @@ type Config struct {
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
-	Log    io.Writer    // production log: one JSON line per event produced; nil for none
+	// Log is the production log: a JSON line when a call starts ("start":
+	// true) and one per event produced, each with the session, the stream,
+	// the client's progress token, the index and the time; nil for none.
+	Log io.Writer
 }
 
 // Server is one replica. It is safe for concurrent use: cfg is fixed at
@@ -81,6 +84,7 @@ type Server struct {
 // call is one running tools/call; subscribers get its events as produced.
 type call struct {
 	session, stream string
+	token           string // the client's progress token: the production log's join key
 	total           int
 
 	mu     sync.Mutex
@@ -313,6 +317,8 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 	if token == nil {
 		token = c.stream
 	}
+	c.token = fmt.Sprint(token)
+	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
 	if s.priming() {
 		s.emit(ctx, c, store.Event{Index: 0})
 	}
@@ -355,12 +361,7 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 	if s.hasStore() {
 		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
 	}
-	if s.cfg.Log != nil {
-		line, _ := json.Marshal(map[string]any{"session": c.session, "stream": c.stream, "index": ev.Index, "t_ns": time.Now().UnixNano()})
-		s.logMu.Lock()
-		s.cfg.Log.Write(append(line, '\n'))
-		s.logMu.Unlock()
-	}
+	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "index": ev.Index, "t_ns": time.Now().UnixNano()})
 	c.mu.Lock()
 	c.events = append(c.events, ev)
 	for _, ch := range c.subs {
@@ -374,6 +375,17 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 		c.subs = nil
 	}
 	c.mu.Unlock()
+}
+
+// logLine writes one line of the production log, if there is one.
+func (s *Server) logLine(rec map[string]any) {
+	if s.cfg.Log == nil {
+		return
+	}
+	line, _ := json.Marshal(rec)
+	s.logMu.Lock()
+	s.cfg.Log.Write(append(line, '\n'))
+	s.logMu.Unlock()
 }
 
 // subscribe returns the events produced after index so far, and a channel

@@ -41,7 +41,8 @@ type Options struct {
 	// RedisAddr uses an existing Redis instead of starting one. stormsim
 	// never stops, kills or restarts a Redis it did not start.
 	RedisAddr string
-	LogDir    string // where replicas write their production logs; none when empty
+	LogDir    string   // where replicas write their production logs; none when empty
+	Set       []string // --set overrides the replicas load the scenario with
 }
 
 // Topology is a running live topology. Its methods are safe for concurrent
@@ -146,6 +147,9 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		"--slot", strconv.Itoa(slot), "--slots", strconv.Itoa(t.sc.Replicas)}
 	if t.raddr != "" {
 		args = append(args, "--redis-url", t.raddr)
+	}
+	for _, kv := range t.opts.Set {
+		args = append(args, "--set", kv)
 	}
 	if t.opts.LogDir != "" {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))

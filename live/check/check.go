@@ -1,0 +1,365 @@
+package check
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/report"
+)
+
+// Judgment is what Judge found in one history.
+type Judgment struct {
+	Totals   report.Totals
+	Replay   []float64 // replay latencies, ms
+	Recovery []float64 // recovery latencies, ms
+	Series   report.Series
+}
+
+type key struct{ c, k int32 }
+
+type attemptState struct {
+	n      int32
+	start  int64
+	lastT  int64
+	maxIdx int32           // highest index produced, 0 when none past the priming event
+	prod   map[int32]int64 // index -> production time
+	recv   map[int32]bool  // indices received on this attempt's streams
+}
+
+type callState struct {
+	c        *Call
+	recv     map[int32]bool
+	receipts []int // into History.Receipts, in time order
+	drops    []int64
+	attempts []*attemptState // by attempt number
+	reissued bool
+	death    bool
+}
+
+func (cs *callState) attempt(a int32) *attemptState {
+	for int(a) >= len(cs.attempts) {
+		cs.attempts = append(cs.attempts, nil)
+	}
+	if cs.attempts[a] == nil {
+		cs.attempts[a] = &attemptState{n: a, start: -1, prod: map[int32]int64{}, recv: map[int32]bool{}}
+	}
+	return cs.attempts[a]
+}
+
+// Judge computes the metrics of DOMAIN.md §6 from a history.
+func Judge(h *History) *Judgment {
+	step := max(h.Step, 1)
+	n := int((h.Horizon + step - 1) / step)
+	n = max(n, 1)
+	j := &Judgment{Series: report.Series{
+		StepS:         float64(step) / 1e9,
+		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
+		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
+	}}
+	bucket := func(t int64) int { return min(max(int(t/step), 0), n-1) }
+	t := &j.Totals
+	s := &j.Series
+
+	calls := make(map[key]*callState, len(h.Calls))
+	for i := range h.Calls {
+		c := &h.Calls[i]
+		calls[key{c.Client, c.Seq}] = &callState{c: c, recv: map[int32]bool{}}
+	}
+	get := func(c, k int32) *callState { return calls[key{c, k}] }
+
+	// Production logs.
+	for _, p := range h.Produced {
+		cs := get(p.Client, p.Seq)
+		if cs == nil {
+			continue // a call the history does not know: not one of ours
+		}
+		a := cs.attempt(p.Attempt)
+		if a.start < 0 || p.T < a.start {
+			a.start = p.T
+		}
+		a.lastT = max(a.lastT, p.T)
+		if p.Start {
+			continue
+		}
+		if _, dup := a.prod[p.Index]; !dup {
+			a.prod[p.Index] = p.T
+		}
+		a.maxIdx = max(a.maxIdx, p.Index)
+		if h.Stored {
+			s.StoreOps[bucket(p.T)]++
+		}
+	}
+
+	// Requests.
+	for i := range h.Requests {
+		r := &h.Requests[i]
+		t.Requests++
+		b := bucket(r.Sent)
+		if r.Session {
+			t.SessionRequests++
+			s.SessionRequests[b]++
+		}
+		if r.Reconnect {
+			t.Reconnects++
+			s.Reconnects[b]++
+		}
+		switch r.Status {
+		case 404:
+			t.HTTP404++
+			s.HTTP404[bucket(r.Answered)]++
+		case 400:
+			t.HTTP400++
+		case 409:
+			t.HTTP409++
+		case 503:
+			t.HTTP503++
+		}
+		if r.Reissue {
+			if cs := get(r.Client, r.Seq); cs != nil {
+				cs.reissued = true
+			}
+		}
+		if r.Kind == clients.ReqResume && r.Status == 200 {
+			t.Resumes++
+			if h.Stored {
+				s.StoreOps[bucket(r.Answered)]++
+			}
+		}
+		if r.Stream() {
+			// Open at the end of step i when Answered <= (i+1)·step < Closed.
+			// A stream answered exactly at (i+1)·step is open at the end of
+			// step i, the step before the one Answered falls in.
+			for i := max(bucket(r.Answered)-1, 0); i < n; i++ {
+				at := int64(i+1) * step
+				if at >= r.Closed {
+					break
+				}
+				if at >= r.Answered {
+					s.ActiveStreams[i]++
+				}
+			}
+		}
+	}
+
+	// Drops.
+	for _, d := range h.Drops {
+		t.Drops++
+		if cs := get(d.Client, d.Seq); cs != nil {
+			cs.drops = append(cs.drops, d.T)
+		}
+	}
+
+	// Receipts, in time order.
+	order := make([]int, len(h.Receipts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(h.Receipts[a].T, h.Receipts[b].T) })
+	for _, i := range order {
+		r := &h.Receipts[i]
+		if cs := get(r.Client, r.Seq); cs != nil {
+			cs.receipts = append(cs.receipts, i)
+		}
+	}
+
+	replayDone := map[int32]bool{}
+	for _, c := range h.Calls {
+		cs := calls[key{c.Client, c.Seq}]
+		judgeCall(h, cs, t, j, replayDone)
+		if cs.c.End >= 0 {
+			// Loss is counted at the end of the call, event by event.
+			var lost int64
+			for idx := int32(1); idx <= c.E; idx++ {
+				if cs.recv[idx] {
+					continue
+				}
+				lost++
+				produced := false
+				for _, a := range cs.attempts {
+					if a != nil {
+						if _, ok := a.prod[idx]; ok {
+							produced = true
+						}
+					}
+				}
+				switch {
+				case h.HaveProduction && !produced && cs.death:
+					t.LostByCause.Unproduced++
+				case c.Outcome == clients.Completed:
+					t.LostByCause.Other++
+				case c.Cause == clients.CausePurged:
+					t.LostByCause.Purged++
+				default:
+					t.LostByCause.Abandoned++
+				}
+			}
+			t.EventsLost += lost
+			s.EventsLost[bucket(c.End)] += lost
+		} else {
+			for idx := int32(1); idx <= c.E; idx++ {
+				if !cs.recv[idx] {
+					t.EventsPending++
+				}
+			}
+		}
+	}
+	if t.SessionRequests > 0 {
+		t.Rate404 = float64(t.HTTP404) / float64(t.SessionRequests)
+	}
+	for i := range s.StoreOps {
+		t.StorePeakOpsPerS = max(t.StorePeakOpsPerS, float64(s.StoreOps[i])/s.StepS)
+	}
+	return j
+}
+
+// judgeCall counts one call's calls, deliveries, duplicates, reorderings,
+// replays, latencies and production terms.
+func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool) {
+	c := cs.c
+	t.Calls++
+	t.EventsExpected += int64(c.E)
+	switch {
+	case c.End < 0:
+		t.CallsPending++
+	case c.Outcome == clients.Completed:
+		t.CallsCompleted++
+	default:
+		t.CallsFailed++
+	}
+	if cs.reissued {
+		t.CallsReissued++
+	}
+
+	// Deliveries, with recovery latency: from the first drop not yet
+	// recovered to the first new event of the call.
+	seen := map[[2]int32]bool{}
+	var hw int32
+	dropAt := int64(-1)
+	di := 0
+	for _, ri := range cs.receipts {
+		r := &h.Receipts[ri]
+		for di < len(cs.drops) && cs.drops[di] <= r.T {
+			if dropAt < 0 {
+				dropAt = cs.drops[di]
+			}
+			di++
+		}
+		if r.Index < 1 || r.Index > c.E {
+			continue // the priming event carries no data
+		}
+		k := [2]int32{r.Attempt, r.Index}
+		if seen[k] {
+			t.EventsDuplicated++
+			continue
+		}
+		seen[k] = true
+		if int(r.Attempt) < len(cs.attempts) && cs.attempts[r.Attempt] != nil {
+			cs.attempts[r.Attempt].recv[r.Index] = true
+		} else {
+			cs.attempt(r.Attempt).recv[r.Index] = true
+		}
+		req := &h.Requests[r.Req]
+		if req.Kind == clients.ReqResume {
+			pt, known := int64(0), false
+			if a := cs.attempts[r.Attempt]; a != nil {
+				pt, known = a.prod[r.Index]
+			}
+			if !known || pt <= req.Answered {
+				t.EventsReplayed++
+			}
+			if !replayDone[r.Req] && r.Index > req.Cursor {
+				replayDone[r.Req] = true
+				if d := lastBefore(cs.drops, req.Sent); d >= 0 {
+					j.Replay = append(j.Replay, float64(r.T-d)/1e6)
+				}
+			}
+		}
+		if cs.recv[r.Index] {
+			continue // redone by a later attempt, already delivered
+		}
+		cs.recv[r.Index] = true
+		t.EventsDelivered++
+		if r.Index < hw {
+			t.EventsOutOfOrder++
+		}
+		if r.Index > hw {
+			if dropAt >= 0 {
+				j.Recovery = append(j.Recovery, float64(r.T-dropAt)/1e6)
+				dropAt = -1
+			}
+			hw = r.Index
+		}
+	}
+
+	// Production: deaths (unproduced), re-done work, waste.
+	death := int64(-1)
+	for _, a := range cs.attempts {
+		if a == nil || a.start < 0 || a.maxIdx >= c.E || a.lastT+3*h.Interval >= h.Horizon {
+			continue
+		}
+		at := a.lastT + h.Interval
+		later := false
+		for _, b := range cs.attempts {
+			if b != nil && b.n > a.n && b.start >= 0 && b.start <= at {
+				later = true
+			}
+		}
+		if later || at < c.Start || (c.End >= 0 && c.End < at) {
+			continue
+		}
+		if death < 0 || at < death {
+			death = at
+		}
+	}
+	if death >= 0 {
+		cs.death = true
+		var maxP int32
+		for _, a := range cs.attempts {
+			if a == nil {
+				continue
+			}
+			for idx, pt := range a.prod {
+				if pt <= death && idx > maxP {
+					maxP = idx
+				}
+			}
+		}
+		t.EventsUnproduced += int64(c.E - maxP)
+	}
+	for i, a := range cs.attempts {
+		if a == nil {
+			continue
+		}
+		var earlier int32
+		for _, b := range cs.attempts[:i] {
+			if b == nil {
+				continue
+			}
+			for idx, pt := range b.prod {
+				if pt <= a.lastT && idx > earlier {
+					earlier = idx
+				}
+			}
+		}
+		t.EventsRedone += int64(min(a.maxIdx, earlier))
+		if h.NoStore {
+			for idx := range a.prod {
+				if idx >= 1 && !a.recv[idx] {
+					t.EventsWasted++
+				}
+			}
+		}
+	}
+}
+
+// lastBefore is the last drop at or before t, or -1.
+func lastBefore(drops []int64, t int64) int64 {
+	d := int64(-1)
+	for _, x := range drops {
+		if x <= t {
+			d = x
+		}
+	}
+	return d
+}

@@ -1,0 +1,439 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/sse"
+	"github.com/stormsim/stormsim/workload"
+)
+
+// vclient is one virtual client: a goroutine that drives the same
+// clients.Brain as the simulator, over net/http, and records its history.
+// Only its own goroutine touches it, except streaming and kick.
+type vclient struct {
+	id    int32
+	d     *designRun
+	brain *clients.Brain
+	work  rand.PCG
+	drops rand.PCG
+
+	session   string
+	seq       int32 // the current call's number; -1 before the first
+	e         int32 // the current call's length
+	think     int64
+	attempt   int32  // the current attempt; -1 before the call's first POST
+	attempts  int32  // attempts begun in the current call
+	stream    string // the server's stream id, from the event ids
+	reached   int32  // highest index received on the current attempt, -1 if none
+	hasID     bool   // an event id of the current attempt was received
+	callStart int64
+	inCall    bool
+	done      bool // no more calls
+	awayUntil int64
+	nextDrop  int64
+
+	streaming atomic.Bool        // a call or resume stream is open
+	kick      chan time.Duration // a client-drop fault: drop now, stay away this long
+	hist      check.History      // this client's part of the history
+}
+
+func newClient(d *designRun, id int32) *vclient {
+	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, kick: make(chan time.Duration, 1)}
+	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
+	s1, s2 := d.seed()
+	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
+	if d.sc.Workload.DropEvery > 0 {
+		c.nextDrop = workload.Exp(&c.drops, int64(d.sc.Workload.DropEvery))
+	}
+	return c
+}
+
+func (c *vclient) now() int64 { return c.d.now() }
+
+// run is the client's life: arrive, call until the scenario ends, finish.
+func (c *vclient) run(ctx context.Context, arrival int64) {
+	if _, ok := c.wait(ctx, arrival); !ok {
+		return
+	}
+	c.act(ctx, c.nextCall())
+}
+
+// nextCall draws the next call and hands it to the brain, or finishes the
+// client when the scenario is over.
+func (c *vclient) nextCall() clients.Action {
+	w := &c.d.sc.Workload
+	if c.done || c.now() >= int64(c.d.sc.Duration) || (w.CallsPerClient > 0 && int(c.seq+1) >= w.CallsPerClient) {
+		c.done, c.inCall = true, false
+		return c.brain.Step(clients.Input{Kind: clients.InFinish})
+	}
+	n, think := workload.Draw(w, &c.work)
+	c.seq++
+	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream = n, think, -1, 0, -1, false, ""
+	c.callStart, c.inCall = c.now(), true
+	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: n, Start: c.callStart, End: -1})
+	return c.brain.Step(clients.Input{Kind: clients.InStartCall})
+}
+
+// act carries out the brain's decisions until the client is idle or the
+// run ends.
+func (c *vclient) act(ctx context.Context, a clients.Action) {
+	for ctx.Err() == nil {
+		switch a.Kind {
+		case clients.ActIdle:
+			return
+		case clients.ActEndCall:
+			call := &c.hist.Calls[len(c.hist.Calls)-1]
+			call.End, call.Outcome, call.Cause = c.now(), a.Outcome, a.Cause
+			c.inCall = false
+			if a.Outcome == clients.Failed && !c.d.sc.Workload.ContinueAfterFailure {
+				c.done = true
+			} else if _, ok := c.wait(ctx, c.now()+c.think); !ok {
+				return
+			}
+			a = c.nextCall()
+		case clients.ActWait:
+			in, ok := c.wait(ctx, max(c.now()+int64(a.Delay), c.awayUntil))
+			if !ok {
+				return
+			}
+			a = c.brain.Step(in)
+		case clients.ActAwait:
+			if !c.inCall {
+				return
+			}
+			in, ok := c.wait(ctx, -1) // only the call timeout can end this
+			if !ok {
+				return
+			}
+			a = c.brain.Step(in)
+		case clients.ActSend:
+			if c.now() < c.awayUntil {
+				in, ok := c.wait(ctx, c.awayUntil)
+				if !ok {
+					return
+				}
+				if in.Kind == clients.InCallTimeout {
+					a = c.brain.Step(in)
+					continue
+				}
+			}
+			in, ok := c.send(ctx, a)
+			if !ok {
+				return
+			}
+			a = c.brain.Step(in)
+		default:
+			return
+		}
+	}
+}
+
+// timeoutAt is when the current call's timeout fires, or -1.
+func (c *vclient) timeoutAt() int64 {
+	if !c.inCall {
+		return -1
+	}
+	return c.callStart + int64(c.brain.Config().CallTimeout)
+}
+
+// wait sleeps until `until` (-1: no limit) and returns InTimer, or returns
+// InCallTimeout when the call times out first; false when the run ends.
+func (c *vclient) wait(ctx context.Context, until int64) (clients.Input, bool) {
+	to := c.timeoutAt()
+	kind := clients.InTimer
+	if to >= 0 && (until < 0 || to < until) {
+		until, kind = to, clients.InCallTimeout
+	}
+	if until < 0 {
+		<-ctx.Done()
+		return clients.Input{}, false
+	}
+	t := time.NewTimer(time.Duration(until - c.now()))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return clients.Input{}, false
+	case <-t.C:
+		return clients.Input{Kind: kind}, true
+	}
+}
+
+// body is the JSON-RPC message a request carries.
+func (c *vclient) body(r clients.Req) []byte {
+	var m map[string]any
+	switch r {
+	case clients.ReqInitialize:
+		m = map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+			"protocolVersion": c.d.d.Era, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "stormsim", "version": "0.1.0"}}}
+	case clients.ReqInitialized:
+		m = map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}
+	case clients.ReqCall:
+		tok := check.Token(c.id, c.seq, c.attempt)
+		m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
+			"name":      "stream",
+			"arguments": map[string]any{"events": c.e, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes},
+			"_meta":     map[string]any{"progressToken": tok}}}
+	default:
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+var methods = [...]string{clients.ReqInitialize: http.MethodPost, clients.ReqInitialized: http.MethodPost, clients.ReqCall: http.MethodPost,
+	clients.ReqResume: http.MethodGet, clients.ReqStandalone: http.MethodGet, clients.ReqDelete: http.MethodDelete}
+
+// send makes one request and returns what the brain must hear next.
+func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bool) {
+	if a.Req == clients.ReqCall {
+		c.attempt, c.attempts = c.attempts, c.attempts+1
+		c.reached, c.hasID, c.stream = -1, false, ""
+	}
+	seq := c.seq
+	if !c.inCall {
+		seq = -1
+	}
+	rec := check.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
+		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
+	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
+		rec.Attempt = c.attempt
+	}
+	body := c.body(a.Req)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, methods[a.Req], c.d.endpoint, bytes.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.Req != clients.ReqInitialize {
+		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
+	}
+	if rec.Session {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		rec.SessionID = c.session
+	}
+	if a.Req == clients.ReqResume {
+		rec.Cursor = int32(a.Cursor)
+		req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
+	}
+	rec.BytesOut = int64(len(body))
+	rec.Sent = c.now()
+	resp, err := c.d.http.Do(req)
+	rec.Answered = c.now()
+	if err != nil {
+		rec.Closed, rec.Err = rec.Answered, err.Error()
+		if ctx.Err() != nil {
+			return clients.Input{}, false
+		}
+		c.record(rec)
+		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
+	}
+	rec.Status = resp.StatusCode
+	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		in.RetryHint = time.Duration(s) * time.Second
+	}
+	streamed := resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if streamed && (a.Req == clients.ReqCall || a.Req == clients.ReqResume) {
+		idx := c.record(rec)
+		c.brain.Step(in) // 200: the brain awaits the stream
+		return c.readStream(ctx, cancel, resp, idx)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	rec.Closed, rec.BytesIn = c.now(), int64(len(b))
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("purged")) {
+		rec.Purged, in.Purged = true, true
+	}
+	if a.Req == clients.ReqInitialize && resp.StatusCode/100 == 2 {
+		c.session = resp.Header.Get("Mcp-Session-Id")
+		in.Session = c.session != ""
+		rec.SessionID = c.session
+	}
+	idx := c.record(rec)
+	if a.Req == clients.ReqCall && resp.StatusCode == http.StatusOK {
+		// A plain JSON answer: the whole result at once.
+		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: c.e, T: rec.Closed, Req: int32(idx)})
+		c.brain.Step(in)
+		return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+	}
+	return in, true
+}
+
+func (c *vclient) record(r check.Request) int {
+	c.hist.Requests = append(c.hist.Requests, r)
+	return len(c.hist.Requests) - 1
+}
+
+// countingReader counts the bytes of a response body.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	*r.n += int64(n)
+	return n, err
+}
+
+// message is what the client reads from an event's data.
+type message struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Params struct {
+		ProgressToken any     `json:"progressToken"`
+		Progress      float64 `json:"progress"`
+	} `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// readStream reads a call's SSE stream until its result, its end, a drop
+// (random or a client-drop fault), the call timeout or the end of the run.
+func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, ri int) (clients.Input, bool) {
+	var nIn int64
+	type item struct {
+		ev  sse.Event
+		err error
+	}
+	events := make(chan item, 16)
+	stop := make(chan struct{})
+	go func() {
+		defer close(events)
+		rd := sse.NewReader(countingReader{resp.Body, &nIn})
+		for {
+			ev, err := rd.Next()
+			select {
+			case events <- item{ev, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-c.kick: // a fault aimed at a stream that has already ended
+	default:
+	}
+	c.streaming.Store(true)
+	closeStream := func() {
+		c.streaming.Store(false)
+		cancel()
+		close(stop)
+		resp.Body.Close()
+		for range events { //nolint:revive // wait for the reader to finish
+		}
+		r := &c.hist.Requests[ri]
+		r.Closed, r.BytesIn = c.now(), nIn
+	}
+
+	var dropC <-chan time.Time
+	if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
+		now := c.now()
+		for c.nextDrop <= now {
+			c.nextDrop += workload.Exp(&c.drops, mean)
+		}
+		t := time.NewTimer(time.Duration(c.nextDrop - now))
+		defer t.Stop()
+		dropC = t.C
+	}
+	var timeoutC <-chan time.Time
+	if to := c.timeoutAt(); to >= 0 {
+		t := time.NewTimer(time.Duration(to - c.now()))
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	var hint time.Duration
+	dropped := func(why check.DropCause) (clients.Input, bool) {
+		closeStream()
+		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: why})
+		return clients.Input{Kind: clients.InStreamEnd, Cursor: int(c.reached), HasID: c.hasID && !c.d.noResume,
+			RetryHint: hint, NoResume: c.d.noResume}, true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			closeStream()
+			return clients.Input{}, false
+		case <-timeoutC:
+			closeStream()
+			return clients.Input{Kind: clients.InCallTimeout}, true
+		case <-dropC:
+			return dropped(check.DropRandom)
+		case away := <-c.kick:
+			c.awayUntil = c.now() + int64(away)
+			return dropped(check.DropFault)
+		case it, open := <-events:
+			if !open || it.err != nil {
+				return dropped(check.DropServer)
+			}
+			ev := it.ev
+			if ev.HasRetry {
+				hint = ev.Retry
+			}
+			idx := int32(-1)
+			attempt := c.attempt
+			if ev.HasID {
+				if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
+					if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
+						c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
+					}
+				}
+			}
+			var m message
+			result, rpcErr := false, false
+			if ev.HasData && ev.Data != "" && json.Unmarshal([]byte(ev.Data), &m) == nil {
+				switch {
+				case m.Method == "notifications/progress":
+					idx = int32(m.Params.Progress)
+					if s, ok := m.Params.ProgressToken.(string); ok {
+						if cl, k, a, ok := check.ParseToken(s); ok && cl == c.id && k == c.seq {
+							attempt = a
+						}
+					}
+				case m.Result != nil:
+					idx, result = c.e, true
+					var s string
+					if json.Unmarshal(m.ID, &s) == nil {
+						if cl, k, a, ok := check.ParseToken(s); ok && cl == c.id && k == c.seq {
+							attempt = a
+						}
+					}
+				case m.Error != nil:
+					rpcErr = true
+				}
+			}
+			if idx >= 0 {
+				c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)})
+				if attempt == c.attempt && idx > c.reached {
+					c.reached = idx
+				}
+			}
+			if result {
+				closeStream()
+				return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+			}
+			if rpcErr {
+				closeStream()
+				c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: check.DropError})
+				return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
+			}
+		}
+	}
+}

@@ -1,0 +1,425 @@
+// Package runner is the live engine: it runs a scenario from scenarios.toml
+// for real, one design at a time, on the live topology (replica processes, a
+// private redis-server, the load balancer), with one goroutine per virtual
+// client driving the same clients.Brain as the simulator over net/http. The
+// clients arrive on the same vegeta-paced schedule as in the simulator, make
+// the same calls and drop at the same instants for the same seed; the fault
+// steps are carried out for real at their times.
+//
+// Nothing is counted during the run. Every client records its history, every
+// replica logs what it produced, and package check judges the joined
+// history afterwards into the same report.Report the simulator writes, with
+// engine "live". Every HTTP exchange is also a vegeta Result, for results.bin
+// and for the vegeta Metrics summary under each design's "http".
+//
+//	out, err := runner.Run(ctx, sc, &runner.Options{Bin: "bin/stormsim", File: "scenarios.toml"})
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
+)
+
+// Options tunes a live run. A nil *Options means the defaults.
+type Options struct {
+	Bin  string // the stormsim binary the replicas run; the running executable by default
+	File string // the scenarios file the replicas load; scenarios.toml by default
+	// Designs runs only these designs, in the scenario's order. Nil runs all.
+	Designs []string
+	// Parallel is how many designs run at once; 0 means 1: one after
+	// another, so that the designs do not compete for the CPU.
+	Parallel int
+	// Progress, if set, is called with increments of wall time done, summed
+	// over designs; the total is the horizon times the number of designs.
+	Progress func(delta time.Duration)
+	// Results, if set, receives every HTTP exchange as a vegeta Result, in
+	// vegeta's binary format (results.bin), Attack set to the design.
+	Results io.Writer
+	// Log, if set, receives one line per fault step applied.
+	Log io.Writer
+	// Set are the --set overrides the scenario was loaded with; the
+	// replicas load it with the same ones.
+	Set []string
+}
+
+// Output is a live run's report plus the histories it was judged from.
+type Output struct {
+	Report    *report.Report
+	Histories map[string]*check.History
+	// Results counts the vegeta Results written per design.
+	Results map[string]int
+}
+
+// designRun is the shared state of one design's run.
+type designRun struct {
+	sc         *scenario.Scenario
+	d          *scenario.Design
+	t0         time.Time
+	endpoint   string
+	http       *http.Client
+	intervalMS int
+	noResume   bool
+}
+
+func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
+
+func (d *designRun) seed() (uint64, uint64) { return sim.DesignSeed(d.sc.Seed, d.d.Name) }
+
+// Run runs every selected design of sc live and returns the report.
+func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	var designs []*scenario.Design
+	for i := range sc.Designs {
+		d := &sc.Designs[i]
+		if opts.Designs == nil || contains(opts.Designs, d.Name) {
+			designs = append(designs, d)
+		}
+	}
+	for _, n := range opts.Designs {
+		found := false
+		for _, d := range sc.Designs {
+			found = found || d.Name == n
+		}
+		if !found {
+			var valid []string
+			for _, d := range sc.Designs {
+				valid = append(valid, d.Name)
+			}
+			return nil, fmt.Errorf("live: scenario %s has no design %q (it runs: %v)", sc.Name, n, valid)
+		}
+	}
+	if len(designs) == 0 {
+		return nil, sim.ErrNoDesigns
+	}
+	par := max(opts.Parallel, 1)
+	rows := make([]report.Design, len(designs))
+	hists := make([]*check.History, len(designs))
+	results := make([][]vegeta.Result, len(designs))
+	errs := make([]error, len(designs))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, d := range designs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			rows[i], hists[i], results[i], errs[i] = runDesign(ctx, sc, d, opts)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r := sim.Header(sc, "live")
+	out := &Output{Report: r, Histories: map[string]*check.History{}, Results: map[string]int{}}
+	var enc vegeta.Encoder
+	if opts.Results != nil {
+		enc = vegeta.NewEncoder(opts.Results)
+	}
+	for i, d := range designs {
+		rows[i].RecoveryAfterFaultS = report.RecoveryAfterFaults(&rows[i].Series, r.Faults)
+		r.Designs = append(r.Designs, rows[i])
+		out.Histories[d.Name] = hists[i]
+		out.Results[d.Name] = len(results[i])
+		if enc != nil {
+			for j := range results[i] {
+				if err := enc.Encode(&results[i][j]); err != nil {
+					return nil, fmt.Errorf("live: writing results: %w", err)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// runDesign brings up the design's topology, storms it, tears it down and
+// judges the history.
+func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (report.Design, *check.History, []vegeta.Result, error) {
+	logDir, err := os.MkdirTemp("", "stormsim-live-")
+	if err != nil {
+		return report.Design{}, nil, nil, err
+	}
+	defer os.RemoveAll(logDir)
+	t, err := topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set})
+	if err != nil {
+		return report.Design{}, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			t.Close()
+		}
+	}()
+
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 4096,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	defer tr.CloseIdleConnections()
+	era2026 := d.Era == "2026-07-28"
+	dr := &designRun{
+		sc: sc, d: d, endpoint: t.Endpoint(), http: &http.Client{Transport: tr},
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026,
+	}
+	arrivals := workload.Arrivals(sc)
+	cl := make([]*vclient, len(arrivals))
+	for i := range cl {
+		cl[i] = newClient(dr, int32(i))
+	}
+	horizon := sc.Duration + sc.Drain
+	dr.t0 = time.Now()
+	runCtx, cancel := context.WithDeadline(ctx, dr.t0.Add(horizon))
+	defer cancel()
+
+	var wg sync.WaitGroup
+	for i, c := range cl {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(runCtx, arrivals[i])
+		}()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+
+	// The fault schedule, carried out at its times; client drops by the
+	// clients themselves, on the clients the simulator picks.
+	faultErr := make(chan error, 1)
+	var applied []check.Applied // written by the fault goroutine, read after faultErr
+	go func() {
+		for si, s := range faults.Timeline(sc.Faults, sc.FaultContext()) {
+			tm := time.NewTimer(time.Until(dr.t0.Add(s.At)))
+			select {
+			case <-runCtx.Done():
+				tm.Stop()
+				faultErr <- nil
+				return
+			case <-allDone:
+				tm.Stop()
+				faultErr <- nil
+				return
+			case <-tm.C:
+			}
+			if s.Kind == faults.StepClientDrop {
+				n := 0
+				for _, c := range cl {
+					if c.streaming.Load() && workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction {
+						select {
+						case c.kick <- s.Away:
+							n++
+						default:
+						}
+					}
+				}
+				applied = append(applied, check.Applied{At: dr.now(), Kind: "client-drop", Step: si})
+				if opts.Log != nil {
+					fmt.Fprintf(opts.Log, "live %s: %v: client-drop: %d streams dropped\n", d.Name, s.At, n)
+				}
+				continue
+			}
+			if err := t.Apply(runCtx, s); err != nil {
+				if runCtx.Err() != nil {
+					faultErr <- nil
+					return
+				}
+				faultErr <- fmt.Errorf("live: design %s: fault step at %v: %w", d.Name, s.At, err)
+				cancel()
+				return
+			}
+			applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe(), Step: si})
+			if opts.Log != nil {
+				fmt.Fprintf(opts.Log, "live %s: %v: %s\n", d.Name, s.At, s.Describe())
+			}
+		}
+		faultErr <- nil
+	}()
+
+	// Progress: wall time, reported once a second.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	reported := time.Duration(0)
+	report1 := func() {
+		if opts.Progress == nil {
+			return
+		}
+		el := min(time.Since(dr.t0), horizon)
+		opts.Progress(el - reported)
+		reported = el
+	}
+loop:
+	for {
+		select {
+		case <-allDone:
+			break loop
+		case <-runCtx.Done():
+			<-allDone
+			break loop
+		case <-tick.C:
+			report1()
+		}
+	}
+	end := dr.now()
+	cancel()
+	if err := <-faultErr; err != nil {
+		return report.Design{}, nil, nil, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(horizon - reported)
+	}
+	if err := ctx.Err(); err != nil {
+		return report.Design{}, nil, nil, err
+	}
+	t.Close() // every replica is gone: the production logs are complete
+	closed = true
+
+	h := &check.History{
+		Horizon: min(end, int64(horizon)), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
+		Stored:         d.Events != topology.EventsNone && !era2026,
+		NoStore:        d.Events == topology.EventsNone || era2026,
+		HaveProduction: true,
+	}
+	h.Horizon = int64(horizon)
+	for _, c := range cl {
+		off := int32(len(h.Requests))
+		h.Calls = append(h.Calls, c.hist.Calls...)
+		h.Requests = append(h.Requests, c.hist.Requests...)
+		for _, r := range c.hist.Receipts {
+			r.Req += off
+			h.Receipts = append(h.Receipts, r)
+		}
+		for _, x := range c.hist.Drops {
+			x.Req += off
+			h.Drops = append(h.Drops, x)
+		}
+	}
+	prod, err := readLogs(logDir, dr.t0)
+	if err != nil {
+		return report.Design{}, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+	}
+	h.Produced = prod
+	h.Faults = applied
+
+	j := check.Judge(h)
+	res := vegetaResults(d.Name, dr, h)
+	var m vegeta.Metrics
+	for i := range res {
+		m.Add(&res[i])
+	}
+	m.Close()
+	row := report.Design{
+		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
+		Profile: d.Client.Profile, Era: d.Era, Totals: j.Totals, Series: j.Series,
+		ReplayLatencyMS:   report.Summarise(j.Replay),
+		RecoveryLatencyMS: report.Summarise(j.Recovery),
+		HTTP:              &m,
+	}
+	return row, h, res, nil
+}
+
+// readLogs reads every replica's production log in dir.
+func readLogs(dir string, t0 time.Time) ([]check.Produced, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "replica-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []check.Produced
+	base := t0.UnixNano()
+	for _, f := range files {
+		var slot int
+		fmt.Sscanf(filepath.Base(f), "replica-%d.jsonl", &slot)
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var rec struct {
+				Session string `json:"session"`
+				Token   string `json:"token"`
+				Index   int32  `json:"index"`
+				TNS     int64  `json:"t_ns"`
+				Start   bool   `json:"start"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue // a line cut short by SIGKILL
+			}
+			c, k, a, ok := check.ParseToken(rec.Token)
+			if !ok {
+				continue
+			}
+			out = append(out, check.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
+				Replica: slot, Session: rec.Session})
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", f, err)
+		}
+	}
+	return out, nil
+}
+
+// vegetaResults turns every recorded request into a vegeta Result.
+func vegetaResults(design string, dr *designRun, h *check.History) []vegeta.Result {
+	out := make([]vegeta.Result, len(h.Requests))
+	for i := range h.Requests {
+		r := &h.Requests[i]
+		out[i] = vegeta.Result{
+			Attack: design, Seq: uint64(i), Code: uint16(r.Status),
+			Timestamp: dr.t0.Add(time.Duration(r.Sent)), Latency: time.Duration(r.Answered - r.Sent),
+			BytesOut: uint64(r.BytesOut), BytesIn: uint64(r.BytesIn), Error: r.Err,
+			Method: methods[r.Kind], URL: dr.endpoint,
+		}
+		if r.Status == 0 && r.Err == "" {
+			out[i].Error = "no response"
+		}
+	}
+	return out
+}
