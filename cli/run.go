@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/stormsim/stormsim/expect"
+	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
@@ -47,6 +48,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "run", "SCENARIO [flags]",
 		"Run SCENARIO from the scenarios file with every design it lists, print the table of designs,\n"+
 			"and write report.json, summary.md, series.csv, the charts (PNG and SVG) and report.html\n"+
+			"(live runs add results.bin, every HTTP exchange in vegeta's format, and history.json.gz)\n"+
 			"to OUT/<scenario>/<UTC time>-seed<N>/ "+
 			"(OUT/<scenario>/latest points at the newest run).")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
@@ -115,7 +117,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	var rep *report.Report
-	var resultsBin []byte
+	var resultsBin, histories []byte
 	if f.engine == "live" {
 		abs, aerr := filepath.Abs(f.file)
 		if aerr != nil {
@@ -127,6 +129,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			Progress: progress, Results: &buf, Set: sets})
 		if err == nil {
 			rep, resultsBin = out.Report, buf.Bytes()
+			histories, err = check.EncodeHistories(out.Histories)
 		}
 	} else {
 		var out *sim.Output
@@ -153,6 +156,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if resultsBin != nil {
 		files["results.bin"] = resultsBin
+		files[check.HistoryFile] = histories
 	}
 	if !f.noCharts {
 		charts, err := plots.Render(rep)

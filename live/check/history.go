@@ -93,9 +93,10 @@ type Produced struct {
 
 // Applied is a fault step as the live engine carried it out.
 type Applied struct {
-	At   int64 // ns since the start of the run, once the step was done
-	Kind string
-	Step int // index into faults.Timeline
+	At      int64 // ns since the start of the run, once the step was done
+	Kind    string
+	Step    int // index into faults.Timeline
+	Replica int // the step's replica, where it has one
 }
 
 // Token names a call attempt in progress tokens and production logs.

@@ -272,7 +272,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				cancel()
 				return
 			}
-			applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe(), Step: si})
+			applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe(), Step: si, Replica: s.Replica})
 			if opts.Log != nil {
 				fmt.Fprintf(opts.Log, "live %s: %v: %s\n", d.Name, s.At, s.Describe())
 			}

@@ -1,0 +1,160 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/scenario"
+)
+
+var bin string
+
+// TestMain builds the stormsim binary the replicas run.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stormsim-runner-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "stormsim")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/stormsim")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// small is live-smoke cut down for in-process runs under the race detector.
+var small = []string{"workload.clients=30", "drain=3s", "workload.drop_every=20s"}
+
+func load(t *testing.T, name string, sets []string) *scenario.Scenario {
+	t.Helper()
+	f, err := scenario.Load("../../scenarios.toml", &scenario.Options{Set: sets, Target: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := f.Scenario(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestRunInProcess runs two designs of a small live-smoke at once in the
+// test process: the histories join with the production logs, the totals
+// conserve events, every request is a vegeta result, and nothing is left
+// running.
+func TestRunInProcess(t *testing.T) {
+	sc := load(t, "live-smoke", small)
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	var buf bytes.Buffer
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: small,
+		Designs: []string{"memory-sticky", "redis-shared"}, Parallel: 2, Results: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Report.Designs) != 2 || out.Report.Engine != "live" {
+		t.Fatalf("%d designs, engine %s", len(out.Report.Designs), out.Report.Engine)
+	}
+	for _, d := range out.Report.Designs {
+		h := out.Histories[d.Name]
+		tt := d.Totals
+		if tt.Calls == 0 || tt.EventsDelivered == 0 || len(h.Produced) == 0 {
+			t.Errorf("%s: calls %d, delivered %d, %d production lines", d.Name, tt.Calls, tt.EventsDelivered, len(h.Produced))
+		}
+		if tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
+			t.Errorf("%s: conservation: %+v", d.Name, tt)
+		}
+		// Every receipt joins a call and an attempt the replicas produced.
+		calls := map[[2]int32]bool{}
+		for _, c := range h.Calls {
+			calls[[2]int32{c.Client, c.Seq}] = true
+		}
+		prod := map[[4]int32]bool{}
+		for _, p := range h.Produced {
+			prod[[4]int32{p.Client, p.Seq, p.Attempt, p.Index}] = true
+		}
+		for _, rc := range h.Receipts {
+			if !calls[[2]int32{rc.Client, rc.Seq}] || !prod[[4]int32{rc.Client, rc.Seq, rc.Attempt, rc.Index}] {
+				t.Fatalf("%s: receipt %+v joins no call or no produced event", d.Name, rc)
+			}
+		}
+		if len(h.Faults) != 5 { // graceful stop and start, hard stop and start, the client drop
+			t.Errorf("%s: %d fault steps applied: %+v", d.Name, len(h.Faults), h.Faults)
+		}
+	}
+	dec := vegeta.NewDecoder(&buf)
+	n := 0
+	var res vegeta.Result
+	for dec.Decode(&res) == nil {
+		n++
+	}
+	if want := len(out.Histories["memory-sticky"].Requests) + len(out.Histories["redis-shared"].Requests); n != want {
+		t.Errorf("results.bin holds %d results, want %d", n, want)
+	}
+}
+
+// TestRunCancelled cancels a live run midway: Run returns the context's
+// error and every process it started is gone.
+func TestRunCancelled(t *testing.T) {
+	sc := load(t, "live-smoke", small)
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(3*time.Second, cancel)
+	before := children(t)
+	_, err := Run(ctx, sc, &Options{Bin: bin, File: abs, Set: small, Designs: []string{"redis-shared"}})
+	if err == nil {
+		t.Fatal("a cancelled run returned no error")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := 0
+		for p := range children(t) {
+			if !before[p] && redisd.Alive(p) {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes outlived the cancelled run", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// children lists the PIDs whose parent is this process.
+func children(t *testing.T) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		var pid, ppid int
+		var comm, state string
+		if n, _ := fmt.Sscan(string(b), &pid, &comm, &state, &ppid); n == 4 && ppid == me {
+			out[pid] = true
+		}
+	}
+	return out
+}
