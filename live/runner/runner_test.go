@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // small is live-smoke cut down for in-process runs under the race detector.
 var small = []string{"workload.clients=30", "drain=3s", "workload.drop_every=20s"}
 
-func load(t *testing.T, name string, sets []string) *scenario.Scenario {
+func load(t testing.TB, name string, sets []string) *scenario.Scenario {
 	t.Helper()
 	f, err := scenario.Load("../../scenarios.toml", &scenario.Options{Set: sets, Target: name})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,21 +22,62 @@ type RedisOptions struct {
 
 // Redis keeps events in Redis Streams and sessions as records with a TTL.
 // It is safe for concurrent use; every field is fixed at creation.
+//
+// Appends from concurrent producers are batched: a few writer goroutines
+// each take every append waiting at that moment and send them in one
+// pipeline, so that a replica streaming thousands of calls makes one round
+// trip per batch instead of one per event. An Append still returns only
+// once its own event is stored (or failed).
 type Redis struct {
-	rdb  redis.UniversalClient
-	opts RedisOptions
+	rdb     redis.UniversalClient
+	opts    RedisOptions
+	appends chan *appendOp
+	start   sync.Once
+	done    chan struct{}
+	close   sync.Once
 }
+
+// opPool recycles appendOps: a busy replica appends thousands a second.
+// An op goes back to the pool only once its result was read.
+var opPool = sync.Pool{New: func() any { return &appendOp{err: make(chan error, 1)} }}
+
+// appendOp is one Append waiting for its batch.
+type appendOp struct {
+	session, stream string
+	ev              Event
+	err             chan error
+}
+
+const (
+	appendWriters = 4   // batches in flight at once
+	appendBatch   = 256 // appends per pipeline at most
+	// ttlEvery: the TTL is refreshed on a stream's first event, on every
+	// ttlEvery-th and on its final one, not on every event: a stream whose
+	// producer dies may expire up to ttlEvery−1 events sooner than TTL after
+	// its last append.
+	ttlEvery = 16
+)
 
 var _ Events = (*Redis)(nil)
 
 // NewRedis returns a store over rdb.
 func NewRedis(rdb redis.UniversalClient, opts *RedisOptions) *Redis {
-	r := &Redis{rdb: rdb}
+	r := &Redis{rdb: rdb, appends: make(chan *appendOp, 4*appendBatch), done: make(chan struct{})}
 	if opts != nil {
 		r.opts = *opts
 	}
 	return r
 }
+
+// Close stops the batch writers; appends after Close fail. It does not
+// close rdb.
+func (r *Redis) Close() error {
+	r.close.Do(func() { close(r.done) })
+	return nil
+}
+
+// ErrClosed is returned by an Append after Close.
+var ErrClosed = errors.New("store: closed")
 
 func sessionKey(session string) string { return "stormsim:{" + session + "}:session" }
 func streamsKey(session string) string { return "stormsim:{" + session + "}:streams" }
@@ -65,30 +107,107 @@ func entryIndex(id string) (int64, error) {
 	return strconv.ParseInt(ms, 10, 64)
 }
 
-// Append adds the event with XADD (approximate MAXLEN) and refreshes the
-// stream's TTL, pipelined in one round trip.
+// Append adds the event with XADD (approximate MAXLEN), in a pipeline with
+// the other appends waiting at the same moment. The stream joins its
+// session's set on its first event; its TTL is refreshed as ttlEvery says.
 func (r *Redis) Append(ctx context.Context, session, stream string, ev Event) error {
-	key := streamKey(session, stream)
-	args := &redis.XAddArgs{Stream: key, ID: entryID(ev.Index), Values: map[string]any{"d": ev.Data}}
-	if ev.Final {
-		args.Values = map[string]any{"d": ev.Data, "f": "1"}
-	}
-	if r.opts.MaxLen > 0 {
-		args.MaxLen, args.Approx = r.opts.MaxLen, true
-	}
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, args)
-		p.SAdd(ctx, streamsKey(session), stream)
-		if r.opts.TTL > 0 {
-			p.Expire(ctx, key, r.opts.TTL)
-			p.Expire(ctx, streamsKey(session), r.opts.TTL)
+	r.start.Do(func() {
+		for range appendWriters {
+			go r.writer()
 		}
-		return nil
 	})
+	op := opPool.Get().(*appendOp)
+	op.session, op.stream, op.ev = session, stream, ev
+	select {
+	case r.appends <- op: // the common case: room in the queue
+	default:
+		select {
+		case r.appends <- op:
+		case <-ctx.Done():
+			opPool.Put(op)
+			return fmt.Errorf("store: append %s/%s #%d: %w", session, stream, ev.Index, ctx.Err())
+		case <-r.done:
+			opPool.Put(op)
+			return ErrClosed
+		}
+	}
+	// The batch is bounded by the client's read and write timeouts, so
+	// the wait needs no select of its own.
+	err := <-op.err
+	opPool.Put(op)
 	if err != nil {
 		return fmt.Errorf("store: append %s/%s #%d: %w", session, stream, ev.Index, err)
 	}
 	return nil
+}
+
+// writer sends batches of waiting appends until Close.
+func (r *Redis) writer() {
+	batch := make([]*appendOp, 0, appendBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-r.appends:
+			batch = append(batch, op)
+		case <-r.done:
+			return
+		}
+	fill:
+		for len(batch) < appendBatch {
+			select {
+			case op := <-r.appends:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		r.flush(batch)
+	}
+}
+
+// flush stores one batch in one pipeline and tells every Append its result.
+func (r *Redis) flush(batch []*appendOp) {
+	ctx := context.Background() // the client's read and write timeouts bound it
+	p := r.rdb.Pipeline()
+	counts := make([]int, len(batch)) // commands queued per append
+	for i, op := range batch {
+		before := p.Len()
+		key := streamKey(op.session, op.stream)
+		args := &redis.XAddArgs{Stream: key, ID: entryID(op.ev.Index), Values: []any{"d", op.ev.Data}}
+		if op.ev.Final {
+			args.Values = []any{"d", op.ev.Data, "f", "1"}
+		}
+		if r.opts.MaxLen > 0 {
+			args.MaxLen, args.Approx = r.opts.MaxLen, true
+		}
+		p.XAdd(ctx, args)
+		first := op.ev.Index <= 1
+		if first {
+			p.SAdd(ctx, streamsKey(op.session), op.stream)
+		}
+		if r.opts.TTL > 0 && (first || op.ev.Final || op.ev.Index%ttlEvery == 0) {
+			p.Expire(ctx, key, r.opts.TTL)
+		}
+		if r.opts.TTL > 0 && (first || op.ev.Final) {
+			p.Expire(ctx, streamsKey(op.session), r.opts.TTL)
+		}
+		counts[i] = p.Len() - before
+	}
+	cmds, err := p.Exec(ctx)
+	k := 0
+	for i, op := range batch {
+		var e error
+		for _, c := range cmds[k:min(k+counts[i], len(cmds))] {
+			if e == nil && c.Err() != nil {
+				e = c.Err()
+			}
+		}
+		if len(cmds) == 0 && err != nil {
+			e = err // nothing was sent
+		}
+		k += counts[i]
+		op.err <- e
+	}
 }
 
 // After replays with XRANGE from just after the cursor. It fails with

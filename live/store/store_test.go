@@ -14,7 +14,7 @@ import (
 
 // startRedis starts a private redis-server for one test; a missing
 // redis-server fails the test, it is not skipped.
-func startRedis(t *testing.T) (*redisd.Server, *redis.Client) {
+func startRedis(t testing.TB) (*redisd.Server, *redis.Client) {
 	t.Helper()
 	srv, err := redisd.Start(context.Background(), nil)
 	if err != nil {
