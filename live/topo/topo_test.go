@@ -125,7 +125,13 @@ func TestGoSDKClientResumes(t *testing.T) {
 		done <- err
 	}()
 	for progress.Load() < 10 {
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("the call ended before 10 progress events (%d): %v", progress.Load(), err)
+		case <-ctx.Done():
+			t.Fatalf("only %d progress events in 30 s", progress.Load())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	top.Apply(ctx, faults.Step{Kind: faults.StepClientDrop, Fraction: 1})
 	if err := <-done; err != nil {
