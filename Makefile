@@ -6,7 +6,7 @@ ARGS     ?=
 BIN      := bin/stormsim
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live test lint bench fuzz nightly baseline clean help
+.PHONY: all build sim live test lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -35,6 +35,10 @@ lint: ## gofmt and go vet
 
 bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op
 	$(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
+
+bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark
+	$(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
+	$(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 60m ./live/runner/
 
 nightly: build ## every scenario: thresholds, baselines, results/nightly/<date>/junit.xml
 	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)

@@ -85,6 +85,8 @@ type Server struct {
 type call struct {
 	session, stream string
 	token           string // the client's progress token: the production log's join key
+	logHead         []byte // the production log line after the index, up to the time
+	logTail         []byte // and after the time
 	total           int
 
 	mu     sync.Mutex
@@ -313,11 +315,13 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		s.mu.Unlock()
 	}()
 	ctx := s.callsC
-	pad := strings.Repeat("x", a.Bytes)
 	if token == nil {
 		token = c.stream
 	}
 	c.token = fmt.Sprint(token)
+	padJSON, _ := json.Marshal(strings.Repeat("x", a.Bytes))
+	tokJSON, _ := json.Marshal(token)
+	c.logHead = logHead(c)
 	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
 	if s.priming() {
 		s.emit(ctx, c, store.Event{Index: 0})
@@ -335,8 +339,7 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		}
 		var data []byte
 		if i < a.Events {
-			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
-				"params": map[string]any{"progressToken": token, "progress": i, "total": a.Events, "message": pad}})
+			data = progressData(padJSON, tokJSON, i, a.Events)
 		} else {
 			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqID,
 				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
@@ -361,7 +364,12 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 	if s.hasStore() {
 		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
 	}
-	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "index": ev.Index, "t_ns": time.Now().UnixNano()})
+	if s.cfg.Log != nil {
+		line := logEvent(c, ev.Index, time.Now().UnixNano())
+		s.logMu.Lock()
+		s.cfg.Log.Write(line)
+		s.logMu.Unlock()
+	}
 	c.mu.Lock()
 	c.events = append(c.events, ev)
 	for _, ch := range c.subs {
@@ -375,6 +383,45 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 		c.subs = nil
 	}
 	c.mu.Unlock()
+}
+
+// progHead opens a progress notification, up to its message.
+const progHead = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":`
+
+// progressData is the i-th progress notification of total: the bytes
+// json.Marshal gives the map with these keys, built without reflection, for
+// this runs for every event of every call.
+func progressData(padJSON, tokJSON []byte, i, total int) []byte {
+	data := make([]byte, 0, len(progHead)+len(padJSON)+len(tokJSON)+64)
+	data = append(data, progHead...)
+	data = append(data, padJSON...)
+	data = append(data, `,"progress":`...)
+	data = strconv.AppendInt(data, int64(i), 10)
+	data = append(data, `,"progressToken":`...)
+	data = append(data, tokJSON...)
+	data = append(data, `,"total":`...)
+	data = strconv.AppendInt(data, int64(total), 10)
+	return append(data, "}}"...)
+}
+
+// logHead sets the fixed parts of c's production log lines.
+func logHead(c *call) []byte {
+	sess, _ := json.Marshal(c.session)
+	strm, _ := json.Marshal(c.stream)
+	tok, _ := json.Marshal(c.token)
+	c.logTail = append(append([]byte(`,"token":`), tok...), "}\n"...)
+	return append(append(append(append([]byte(`,"session":`), sess...), `,"stream":`...), strm...), `,"t_ns":`...)
+}
+
+// logEvent is the production log line of event index of c at tNS:
+// {"index":…,"session":…,"stream":…,"t_ns":…,"token":…}, built by hand.
+func logEvent(c *call, index, tNS int64) []byte {
+	line := make([]byte, 0, len(c.logHead)+len(c.logTail)+40)
+	line = append(line, `{"index":`...)
+	line = strconv.AppendInt(line, index, 10)
+	line = append(line, c.logHead...)
+	line = strconv.AppendInt(line, tNS, 10)
+	return append(line, c.logTail...)
 }
 
 // logLine writes one line of the production log, if there is one.
@@ -442,12 +489,12 @@ func (s *Server) openSSE(w http.ResponseWriter, session string) (*sse, bool) {
 }
 
 func (o *sse) event(id string, data []byte) error {
-	var b strings.Builder
+	b := make([]byte, 0, len(id)+len(data)+16)
 	if id != "" {
-		b.WriteString("id: " + id + "\n")
+		b = append(append(append(b, "id: "...), id...), '\n')
 	}
-	b.WriteString("data: " + string(data) + "\n\n")
-	if _, err := io.WriteString(o.w, b.String()); err != nil {
+	b = append(append(append(b, "data: "...), data...), "\n\n"...)
+	if _, err := o.w.Write(b); err != nil {
 		return err
 	}
 	o.f.Flush()

@@ -264,3 +264,25 @@ func TestDrainSendsRetry(t *testing.T) {
 		t.Error("a draining replica reports healthy")
 	}
 }
+
+// The hand-built progress notifications and production log lines are the
+// bytes encoding/json gives the same maps.
+func TestHandBuiltJSON(t *testing.T) {
+	for _, tok := range []any{"c1.k2.a3", `we"ird\token`, "stream-id"} {
+		pad, _ := json.Marshal(strings.Repeat("x", 7))
+		tj, _ := json.Marshal(tok)
+		got := progressData(pad, tj, 4, 9)
+		want, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": tok, "progress": 4, "total": 9, "message": strings.Repeat("x", 7)}})
+		if string(got) != string(want) {
+			t.Errorf("progress:\n got %s\nwant %s", got, want)
+		}
+		c := &call{session: "s1", stream: "ab12", token: tok.(string)}
+		c.logHead = logHead(c)
+		line := logEvent(c, 5, 1234567890)
+		wantLine, _ := json.Marshal(map[string]any{"session": "s1", "stream": "ab12", "token": tok, "index": 5, "t_ns": 1234567890})
+		if string(line) != string(wantLine)+"\n" {
+			t.Errorf("log line:\n got %s\nwant %s", line, wantLine)
+		}
+	}
+}

@@ -90,6 +90,7 @@ func benchRun(b *testing.B, n int, storm bool) (int, int, float64, [3]float64) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
 	cpu := cpuSec(self1) - cpuSec(self0) + cpuSec(kids1) - cpuSec(kids0)
+	fmt.Printf("CPU: clients and LB %.1f s, replicas and Redis %.1f s\n", cpuSec(self1)-cpuSec(self0), cpuSec(kids1)-cpuSec(kids0))
 	h := out.Histories["memory-sticky"]
 	d := out.Report.Design("memory-sticky")
 	cpuPerEv := cpu / float64(max(d.Totals.EventsDelivered, 1))

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
@@ -20,7 +20,8 @@ import (
 
 // vclient is one virtual client: a goroutine that drives the same
 // clients.Brain as the simulator, over net/http, and records its history.
-// Only its own goroutine touches it, except streaming and kick.
+// Only its own goroutine touches it, except cut, which the fault schedule
+// and the timers call.
 type vclient struct {
 	id    int32
 	d     *designRun
@@ -43,13 +44,16 @@ type vclient struct {
 	awayUntil int64
 	nextDrop  int64
 
-	streaming atomic.Bool        // a call or resume stream is open
-	kick      chan time.Duration // a client-drop fault: drop now, stay away this long
-	hist      check.History      // this client's part of the history
+	hist check.History // this client's part of the history
+
+	mu     sync.Mutex         // guards the fields below: the open stream, for cut
+	cancel context.CancelFunc // ends the open call or resume stream; nil when none
+	why    int                // why the stream is being cut, cutNone if it is not
+	away   time.Duration      // cutFault: how long to stay away
 }
 
 func newClient(d *designRun, id int32) *vclient {
-	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, kick: make(chan time.Duration, 1)}
+	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
 	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
@@ -302,138 +306,203 @@ type message struct {
 	Error  json.RawMessage `json:"error"`
 }
 
+// parsed is what an event's data says.
+type parsed struct {
+	index  int32 // -1 when the data names no index
+	token  string
+	result bool
+	rpcErr bool
+}
+
+// parseData reads an event's JSON-RPC message. The reference replica's
+// messages are read by a fast scan (they are compact JSON with sorted keys);
+// anything else goes through encoding/json.
+func parseData(data string, e int32) parsed {
+	if p, ok := scanData(data, e); ok {
+		return p
+	}
+	p := parsed{index: -1}
+	var m message
+	if json.Unmarshal([]byte(data), &m) != nil {
+		return p
+	}
+	switch {
+	case m.Method == "notifications/progress":
+		p.index = int32(m.Params.Progress)
+		p.token, _ = m.Params.ProgressToken.(string)
+	case m.Result != nil:
+		p.index, p.result = e, true
+		json.Unmarshal(m.ID, &p.token) //nolint:errcheck // a non-string id names no attempt
+	case m.Error != nil:
+		p.rpcErr = true
+	}
+	return p
+}
+
+// scanData is parseData's fast path for compact JSON without escapes in the
+// fields it reads; false sends the message to encoding/json.
+func scanData(data string, e int32) (parsed, bool) {
+	p := parsed{index: -1}
+	str := func(key string) (string, bool) {
+		i := strings.Index(data, key)
+		if i < 0 {
+			return "", false
+		}
+		rest := data[i+len(key):]
+		j := strings.IndexByte(rest, '"')
+		if j < 0 || strings.IndexByte(rest[:j], '\\') >= 0 {
+			return "", false
+		}
+		return rest[:j], true
+	}
+	switch {
+	case strings.HasPrefix(data, `{"jsonrpc":"2.0","method":"notifications/progress",`):
+		i := strings.Index(data, `"progress":`)
+		if i < 0 {
+			return p, false
+		}
+		rest := data[i+len(`"progress":`):]
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == 0 || j == len(rest) || (rest[j] != ',' && rest[j] != '}') {
+			return p, false
+		}
+		n, err := strconv.Atoi(rest[:j])
+		if err != nil {
+			return p, false
+		}
+		p.index = int32(n)
+		p.token, _ = str(`"progressToken":"`)
+		return p, true
+	case strings.HasPrefix(data, `{"id":"`) && strings.Contains(data, `,"result":`):
+		tok, ok := str(`{"id":"`)
+		p.index, p.result, p.token = e, true, tok
+		return p, ok
+	}
+	return p, false
+}
+
+// Reasons a stream was cut by the client side.
+const (
+	cutNone = iota
+	cutRandom
+	cutFault
+	cutTimeout
+)
+
+// setStream makes cancel the open stream's (nil: none) and clears the
+// reason of the last cut.
+func (c *vclient) setStream(cancel context.CancelFunc) (why int, away time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	why, away = c.why, c.away
+	c.cancel, c.why, c.away = cancel, cutNone, 0
+	return why, away
+}
+
+// cut closes the client's open stream for a reason; false when none is open
+// or it is already being cut. The fault schedule and the timers call it from
+// other goroutines.
+func (c *vclient) cut(why int, away time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel == nil || c.why != cutNone {
+		return false
+	}
+	c.why, c.away = why, away
+	c.cancel()
+	return true
+}
+
 // readStream reads a call's SSE stream until its result, its end, a drop
 // (random or a client-drop fault), the call timeout or the end of the run.
+// It reads in the client's own goroutine; a drop or a timeout cancels the
+// request, which ends the read.
 func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, ri int) (clients.Input, bool) {
 	var nIn int64
-	type item struct {
-		ev  sse.Event
-		err error
-	}
-	events := make(chan item, 16)
-	stop := make(chan struct{})
-	go func() {
-		defer close(events)
-		rd := sse.NewReader(countingReader{resp.Body, &nIn})
-		for {
-			ev, err := rd.Next()
-			select {
-			case events <- item{ev, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	select {
-	case <-c.kick: // a fault aimed at a stream that has already ended
-	default:
-	}
-	c.streaming.Store(true)
-	closeStream := func() {
-		c.streaming.Store(false)
-		cancel()
-		close(stop)
-		resp.Body.Close()
-		for range events { //nolint:revive // wait for the reader to finish
-		}
-		r := &c.hist.Requests[ri]
-		r.Closed, r.BytesIn = c.now(), nIn
-	}
-
-	var dropC <-chan time.Time
+	c.setStream(cancel)
 	if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
 		now := c.now()
 		for c.nextDrop <= now {
 			c.nextDrop += workload.Exp(&c.drops, mean)
 		}
-		t := time.NewTimer(time.Duration(c.nextDrop - now))
+		t := time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0) })
 		defer t.Stop()
-		dropC = t.C
 	}
-	var timeoutC <-chan time.Time
 	if to := c.timeoutAt(); to >= 0 {
-		t := time.NewTimer(time.Duration(to - c.now()))
+		t := time.AfterFunc(time.Duration(to-c.now()), func() { c.cut(cutTimeout, 0) })
 		defer t.Stop()
-		timeoutC = t.C
+	}
+	end := func() (int, time.Duration) {
+		why, away := c.setStream(nil)
+		resp.Body.Close()
+		r := &c.hist.Requests[ri]
+		r.Closed, r.BytesIn = c.now(), nIn
+		return why, away
+	}
+	drop := func(cause check.DropCause, in clients.Input) (clients.Input, bool) {
+		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: cause})
+		return in, true
 	}
 	var hint time.Duration
-	dropped := func(why check.DropCause) (clients.Input, bool) {
-		closeStream()
-		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: why})
-		return clients.Input{Kind: clients.InStreamEnd, Cursor: int(c.reached), HasID: c.hasID && !c.d.noResume,
-			RetryHint: hint, NoResume: c.d.noResume}, true
-	}
+	rd := sse.NewReader(countingReader{resp.Body, &nIn})
 	for {
-		select {
-		case <-ctx.Done():
-			closeStream()
-			return clients.Input{}, false
-		case <-timeoutC:
-			closeStream()
-			return clients.Input{Kind: clients.InCallTimeout}, true
-		case <-dropC:
-			return dropped(check.DropRandom)
-		case away := <-c.kick:
-			c.awayUntil = c.now() + int64(away)
-			return dropped(check.DropFault)
-		case it, open := <-events:
-			if !open || it.err != nil {
-				return dropped(check.DropServer)
+		ev, err := rd.Next()
+		if err != nil {
+			why, away := end()
+			if ctx.Err() != nil {
+				return clients.Input{}, false // the run is over
 			}
-			ev := it.ev
-			if ev.HasRetry {
-				hint = ev.Retry
+			in := clients.Input{Kind: clients.InStreamEnd, Cursor: int(c.reached), HasID: c.hasID && !c.d.noResume,
+				RetryHint: hint, NoResume: c.d.noResume}
+			switch why {
+			case cutTimeout:
+				return clients.Input{Kind: clients.InCallTimeout}, true
+			case cutRandom:
+				return drop(check.DropRandom, in)
+			case cutFault:
+				c.awayUntil = c.now() + int64(away)
+				return drop(check.DropFault, in)
 			}
-			idx := int32(-1)
-			attempt := c.attempt
-			if ev.HasID {
-				if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
-					if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
-						c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
-					}
+			return drop(check.DropServer, in)
+		}
+		if ev.HasRetry {
+			hint = ev.Retry
+		}
+		idx := int32(-1)
+		attempt := c.attempt
+		if ev.HasID {
+			if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
+				if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
+					c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
 				}
 			}
-			var m message
-			result, rpcErr := false, false
-			if ev.HasData && ev.Data != "" && json.Unmarshal([]byte(ev.Data), &m) == nil {
-				switch {
-				case m.Method == "notifications/progress":
-					idx = int32(m.Params.Progress)
-					if s, ok := m.Params.ProgressToken.(string); ok {
-						if cl, k, a, ok := check.ParseToken(s); ok && cl == c.id && k == c.seq {
-							attempt = a
-						}
-					}
-				case m.Result != nil:
-					idx, result = c.e, true
-					var s string
-					if json.Unmarshal(m.ID, &s) == nil {
-						if cl, k, a, ok := check.ParseToken(s); ok && cl == c.id && k == c.seq {
-							attempt = a
-						}
-					}
-				case m.Error != nil:
-					rpcErr = true
-				}
+		}
+		var p parsed
+		if ev.HasData && ev.Data != "" {
+			p = parseData(ev.Data, c.e)
+			if p.index >= 0 {
+				idx = p.index
 			}
-			if idx >= 0 {
-				c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)})
-				if attempt == c.attempt && idx > c.reached {
-					c.reached = idx
-				}
+			if cl, k, a, ok := check.ParseToken(p.token); ok && cl == c.id && k == c.seq {
+				attempt = a
 			}
-			if result {
-				closeStream()
-				return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+		}
+		if idx >= 0 {
+			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)})
+			if attempt == c.attempt && idx > c.reached {
+				c.reached = idx
 			}
-			if rpcErr {
-				closeStream()
-				c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: check.DropError})
-				return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
-			}
+		}
+		if p.result {
+			end()
+			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+		}
+		if p.rpcErr {
+			end()
+			return drop(check.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
 		}
 	}
 }

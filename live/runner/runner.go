@@ -249,12 +249,8 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 			if s.Kind == faults.StepClientDrop {
 				n := 0
 				for _, c := range cl {
-					if c.streaming.Load() && workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction {
-						select {
-						case c.kick <- s.Away:
-							n++
-						default:
-						}
+					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction && c.cut(cutFault, s.Away) {
+						n++
 					}
 				}
 				applied = append(applied, check.Applied{At: dr.now(), Kind: "client-drop", Step: si})

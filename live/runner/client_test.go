@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The fast scan of event data agrees with encoding/json on the messages the
+// reference replica sends, and leaves anything else to encoding/json.
+func TestParseData(t *testing.T) {
+	pad := strings.Repeat("x", 40)
+	tok := "c3.k7.a1"
+	msgs := []string{}
+	for i := 1; i < 5; i++ {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": tok, "progress": i, "total": 5, "message": pad}})
+		msgs = append(msgs, string(b))
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": tok,
+		"result": map[string]any{"content": []map[string]any{{"type": "text", "text": "streamed 5 events"}}}})
+	msgs = append(msgs, string(b))
+	for i, m := range msgs {
+		fast, ok := scanData(m, 5)
+		if !ok {
+			t.Fatalf("fast path refused %s", m)
+		}
+		p := parsed{index: -1}
+		var msg message
+		if err := json.Unmarshal([]byte(m), &msg); err != nil {
+			t.Fatal(err)
+		}
+		if msg.Method != "" {
+			p.index, p.token = int32(msg.Params.Progress), msg.Params.ProgressToken.(string)
+		} else {
+			p.index, p.result = 5, true
+			json.Unmarshal(msg.ID, &p.token)
+		}
+		if fast != p || (i < 4 && fast.index != int32(i+1)) || fast.token != tok {
+			t.Errorf("%s: fast %+v, json %+v", m, fast, p)
+		}
+	}
+	// Not the replica's layout: encoding/json reads it.
+	for _, c := range []struct {
+		data string
+		want parsed
+	}{
+		{`{ "jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 3, "progressToken": "c1.k2.a0"}}`, parsed{index: 3, token: "c1.k2.a0"}},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"call orphaned"}}`, parsed{index: -1, rpcErr: true}},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, parsed{index: 9, result: true}},
+		{`not json`, parsed{index: -1}},
+		{fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2.5,"progressToken":%q}}`, tok), parsed{index: 2, token: tok}},
+	} {
+		if got := parseData(c.data, 9); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.data, got, c.want)
+		}
+	}
+}
