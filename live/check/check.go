@@ -343,7 +343,10 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			}
 		}
 		t.EventsRedone += int64(min(a.maxIdx, earlier))
-		if h.NoStore {
+		// A pending call's current attempt may still have its client
+		// connected at the end of the run: what it has not received yet is
+		// not waste.
+		if h.NoStore && (c.End >= 0 || i < len(cs.attempts)-1) {
 			for idx := range a.prod {
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
