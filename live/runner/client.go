@@ -49,6 +49,7 @@ type vclient struct {
 	mu     sync.Mutex         // guards the fields below: the open stream, for cut
 	cancel context.CancelFunc // ends the open call or resume stream; nil when none
 	why    int                // why the stream is being cut, cutNone if it is not
+	gen    uint64             // generation of the open stream
 	away   time.Duration      // cutFault: how long to stay away
 }
 
@@ -251,6 +252,14 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		in.RetryHint = time.Duration(s) * time.Second
 	}
 	streamed := resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if streamed && a.Req == clients.ReqStandalone {
+		// The standalone stream never carries the call's events; the brain
+		// now waits for the call timeout, so the stream is not kept open.
+		resp.Body.Close()
+		rec.Closed = c.now()
+		c.record(rec)
+		return in, true
+	}
 	if streamed && (a.Req == clients.ReqCall || a.Req == clients.ReqResume) {
 		idx := c.record(rec)
 		c.brain.Step(in) // 200: the brain awaits the stream
@@ -393,22 +402,27 @@ const (
 )
 
 // setStream makes cancel the open stream's (nil: none) and clears the
-// reason of the last cut.
-func (c *vclient) setStream(cancel context.CancelFunc) (why int, away time.Duration) {
+// reason of the last cut. It returns that reason and the new stream's
+// generation.
+func (c *vclient) setStream(cancel context.CancelFunc) (why int, away time.Duration, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	why, away = c.why, c.away
 	c.cancel, c.why, c.away = cancel, cutNone, 0
-	return why, away
+	if cancel != nil {
+		c.gen++
+	}
+	return why, away, c.gen
 }
 
 // cut closes the client's open stream for a reason; false when none is open
-// or it is already being cut. The fault schedule and the timers call it from
-// other goroutines.
-func (c *vclient) cut(why int, away time.Duration) bool {
+// or it is already being cut. gen, when not 0, must be the open stream's
+// generation: a timer of a stream that has ended cannot cut the next one.
+// The fault schedule and the timers call it from other goroutines.
+func (c *vclient) cut(why int, away time.Duration, gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cancel == nil || c.why != cutNone {
+	if c.cancel == nil || c.why != cutNone || (gen != 0 && gen != c.gen) {
 		return false
 	}
 	c.why, c.away = why, away
@@ -422,21 +436,21 @@ func (c *vclient) cut(why int, away time.Duration) bool {
 // request, which ends the read.
 func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, ri int) (clients.Input, bool) {
 	var nIn int64
-	c.setStream(cancel)
+	_, _, gen := c.setStream(cancel)
 	if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
 		now := c.now()
 		for c.nextDrop <= now {
 			c.nextDrop += workload.Exp(&c.drops, mean)
 		}
-		t := time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0) })
+		t := time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0, gen) })
 		defer t.Stop()
 	}
 	if to := c.timeoutAt(); to >= 0 {
-		t := time.AfterFunc(time.Duration(to-c.now()), func() { c.cut(cutTimeout, 0) })
+		t := time.AfterFunc(time.Duration(to-c.now()), func() { c.cut(cutTimeout, 0, gen) })
 		defer t.Stop()
 	}
 	end := func() (int, time.Duration) {
-		why, away := c.setStream(nil)
+		why, away, _ := c.setStream(nil)
 		resp.Body.Close()
 		r := &c.hist.Requests[ri]
 		r.Closed, r.BytesIn = c.now(), nIn

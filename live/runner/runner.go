@@ -249,7 +249,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 			if s.Kind == faults.StepClientDrop {
 				n := 0
 				for _, c := range cl {
-					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction && c.cut(cutFault, s.Away) {
+					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction && c.cut(cutFault, s.Away, 0) {
 						n++
 					}
 				}
@@ -300,7 +300,6 @@ loop:
 			report1()
 		}
 	}
-	end := dr.now()
 	cancel()
 	if err := <-faultErr; err != nil {
 		return report.Design{}, nil, nil, err
@@ -315,12 +314,11 @@ loop:
 	closed = true
 
 	h := &check.History{
-		Horizon: min(end, int64(horizon)), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
+		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
 		Stored:         d.Events != topology.EventsNone && !era2026,
 		NoStore:        d.Events == topology.EventsNone || era2026,
 		HaveProduction: true,
 	}
-	h.Horizon = int64(horizon)
 	for _, c := range cl {
 		off := int32(len(h.Requests))
 		h.Calls = append(h.Calls, c.hist.Calls...)

@@ -1,0 +1,31 @@
+// Package plan turns the simulator into a capacity planner: it sweeps
+// numeric scenario keys over a grid, runs every grid point and design in the
+// simulator, and recommends, per design, the largest load that still meets
+// the scenario's thresholds and the store to provision for it.
+//
+// The steps are separate and pure, so each can be tested on its own:
+//
+//   - ParseSweep reads one --sweep KEY=VALUES: a list "a,b,c" or a log range
+//     "lo..hi@N". Every numeric key of the scenario key table may be swept.
+//   - NewGrid builds the grid of points (the first axis is the load axis)
+//     and resolves one scenario per point through a Loader, which applies
+//     the point as --set overrides.
+//   - Run simulates every point and design, in parallel, and keeps per row
+//     what the recommendation and the files need. Same seed, same rows,
+//     whatever the number of jobs.
+//   - Recommend judges each row against the thresholds and, per design (and
+//     per value of the other axes), finds the largest load L such that every
+//     grid load ≤ L passes (a design that fails at a load fails at every
+//     larger one), sizes the store there from the simulated peaks plus
+//     HeadroomPercent, and names the cheapest design at the target load.
+//
+// Sizing always comes from what the simulated store held
+// (report.Totals.StorePeakBytes) and did (StorePeakOpsPerS), never from a
+// formula.
+//
+//	ax, err := plan.ParseSweep("workload.clients=1000..16000@5")
+//	g, err := plan.NewGrid(loader, []plan.Axis{ax}, nil, false)
+//	res, err := plan.Run(ctx, g, &plan.Options{Jobs: 2})
+//	rec := plan.Recommend(res, g.Checks(), g.Axes[0].Max())
+//	files, err := plan.Files(res, rec)
+package plan
