@@ -13,6 +13,7 @@
 package scenario
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -55,6 +56,28 @@ type Check struct {
 // FaultContext is what the faults need to know about s.
 func (s *Scenario) FaultContext() faults.Context {
 	return faults.Context{Replicas: s.Replicas, Duration: s.Duration}
+}
+
+// Select returns the designs named, in the scenario's order; nil names
+// means every design. A name the scenario does not run is an error that
+// lists the ones it does.
+func (s *Scenario) Select(names []string) ([]*Design, error) {
+	var out []*Design
+	for i := range s.Designs {
+		if names == nil || slices.Contains(names, s.Designs[i].Name) {
+			out = append(out, &s.Designs[i])
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(s.Designs, func(d Design) bool { return d.Name == n }) {
+			var valid []string
+			for _, d := range s.Designs {
+				valid = append(valid, d.Name)
+			}
+			return nil, fmt.Errorf("scenario %s has no design %q (it runs: %v)", s.Name, n, valid)
+		}
+	}
+	return out, nil
 }
 
 // Design is one row of the comparison: a server design with the client,

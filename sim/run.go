@@ -70,21 +70,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if opts == nil {
 		opts = &Options{}
 	}
-	var designs []*scenario.Design
-	for i := range sc.Designs {
-		d := &sc.Designs[i]
-		if opts.Designs == nil || contains(opts.Designs, d.Name) {
-			designs = append(designs, d)
-		}
-	}
-	for _, n := range opts.Designs {
-		if !containsDesign(sc.Designs, n) {
-			var valid []string
-			for _, d := range sc.Designs {
-				valid = append(valid, d.Name)
-			}
-			return nil, fmt.Errorf("sim: scenario %s has no design %q (it runs: %v)", sc.Name, n, valid)
-		}
+	designs, err := sc.Select(opts.Designs)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if len(designs) == 0 {
 		return nil, ErrNoDesigns
@@ -200,24 +188,6 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 		e.progress = func(ns int64) { progress(time.Duration(ns)) }
 	}
 	return e, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-func containsDesign(ds []scenario.Design, n string) bool {
-	for _, d := range ds {
-		if d.Name == n {
-			return true
-		}
-	}
-	return false
 }
 
 // parallelism is how many designs run at once by default.

@@ -92,25 +92,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if opts == nil {
 		opts = &Options{}
 	}
-	var designs []*scenario.Design
-	for i := range sc.Designs {
-		d := &sc.Designs[i]
-		if opts.Designs == nil || contains(opts.Designs, d.Name) {
-			designs = append(designs, d)
-		}
-	}
-	for _, n := range opts.Designs {
-		found := false
-		for _, d := range sc.Designs {
-			found = found || d.Name == n
-		}
-		if !found {
-			var valid []string
-			for _, d := range sc.Designs {
-				valid = append(valid, d.Name)
-			}
-			return nil, fmt.Errorf("live: scenario %s has no design %q (it runs: %v)", sc.Name, n, valid)
-		}
+	designs, err := sc.Select(opts.Designs)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
 	}
 	if len(designs) == 0 {
 		return nil, sim.ErrNoDesigns
@@ -163,15 +147,6 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		}
 	}
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // runDesign brings up the design's topology, storms it, tears it down and
