@@ -179,7 +179,13 @@ func (s *Server) sessionOK(r *http.Request) (string, int) {
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	var msg rpcMessage
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&msg); err != nil || msg.JSONRPC != "2.0" {
+	// Read the whole body: a handler that streams its answer must not leave
+	// the request body unread.
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil {
+		err = json.Unmarshal(body, &msg)
+	}
+	if err != nil || msg.JSONRPC != "2.0" {
 		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
 		return
 	}

@@ -466,6 +466,9 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		ev, err := rd.Next()
 		if err != nil {
 			why, away := end()
+			if err != io.EOF {
+				c.hist.Requests[ri].Err = err.Error() // how the stream ended
+			}
 			if ctx.Err() != nil {
 				return clients.Input{}, false // the run is over
 			}

@@ -1,11 +1,17 @@
 package topo
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +179,66 @@ func waitFor(n *atomic.Int64, want int64) int64 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return n.Load()
+}
+
+// Streams that follow another request on a kept-alive connection to the LB
+// get every event: the LB once cut about 1% of them right after their first
+// event, with replicas in their own processes.
+func TestKeptAliveStreamsAreWhole(t *testing.T) {
+	t.Parallel()
+	top := start(t, "steady", "memory-sticky")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
+	do := func(session, body string) (*http.Response, error) {
+		req, _ := http.NewRequest("POST", top.Endpoint(), strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		return client.Do(req)
+	}
+	const clients, calls = 200, 6
+	errs := make(chan string, clients*calls)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := do("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			sess := r.Header.Get("Mcp-Session-Id")
+			for k := range calls {
+				if r, err = do(sess, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err == nil {
+					io.Copy(io.Discard, r.Body)
+					r.Body.Close()
+					r, err = do(sess, fmt.Sprintf(`{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":{"name":"stream","arguments":{"events":3,"interval_ms":50}}}`, k))
+				}
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				if !bytes.Contains(body, []byte(`"result"`)) {
+					errs <- fmt.Sprintf("a stream ended without its result: %q", body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for e := range errs {
+		if n++; n <= 3 {
+			t.Error(e)
+		}
+	}
+	if n > 0 {
+		t.Errorf("%d of %d calls went wrong", n, clients*calls)
+	}
 }
