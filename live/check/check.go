@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/report"
@@ -343,10 +344,9 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			}
 		}
 		t.EventsRedone += int64(min(a.maxIdx, earlier))
-		// A pending call's current attempt may still have its client
-		// connected at the end of the run: what it has not received yet is
-		// not waste.
-		if h.NoStore && (c.End >= 0 || i < len(cs.attempts)-1) {
+		// What a pending call's attempt produced while its client was still
+		// connected at the end of the run is not waste: it was on its way.
+		if h.NoStore && !(c.End < 0 && openAtEnd(h, c, int32(i))) {
 			for idx := range a.prod {
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
@@ -354,6 +354,18 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			}
 		}
 	}
+}
+
+// openAtEnd reports whether a stream of attempt a of call c was still open
+// when the run ended (the runner closes open streams at the horizon).
+func openAtEnd(h *History, c *Call, a int32) bool {
+	for i := range h.Requests {
+		r := &h.Requests[i]
+		if r.Client == c.Client && r.Seq == c.Seq && r.Attempt == a && r.Stream() && r.Closed >= h.Horizon-int64(100*time.Millisecond) {
+			return true
+		}
+	}
+	return false
 }
 
 // lastBefore is the last drop at or before t, or -1.
