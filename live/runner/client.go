@@ -58,9 +58,6 @@ func newClient(d *designRun, id int32) *vclient {
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
 	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
-	if d.sc.Workload.DropEvery > 0 {
-		c.nextDrop = workload.Exp(&c.drops, int64(d.sc.Workload.DropEvery))
-	}
 	return c
 }
 
@@ -70,6 +67,10 @@ func (c *vclient) now() int64 { return c.d.now() }
 func (c *vclient) run(ctx context.Context, arrival int64) {
 	if _, ok := c.wait(ctx, arrival); !ok {
 		return
+	}
+	if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
+		// As in the simulator: the first drop instant counts from arrival.
+		c.nextDrop = arrival + workload.Exp(&c.drops, mean)
 	}
 	c.act(ctx, c.nextCall())
 }
