@@ -6,7 +6,7 @@ ARGS     ?=
 BIN      := bin/stormsim
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live test lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build sim live plan test lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -23,10 +23,14 @@ live: SCENARIO = live-smoke
 live: build ## run SCENARIO (default live-smoke) on the live engine: replica processes, LB, redis-server, SSE clients
 	./$(BIN) run $(SCENARIO) --engine live --out $(OUT) $(ARGS)
 
+plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the load, size the store; ARGS="--sweep KEY=VALUES --goal metric_max=N ..."
+	./$(BIN) plan $(SCENARIO) --out $(OUT) $(ARGS)
+
 test: lint ## lint, then every test, with the race detector on the concurrent packages
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/
-	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate' ./cli/
+	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/
+	$(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/
 	$(GO) test -count=1 -race -skip TestLiveSmoke ./live/...
 
 lint: ## gofmt and go vet

@@ -23,9 +23,18 @@
 // (report.Totals.StorePeakBytes) and did (StorePeakOpsPerS), never from a
 // formula.
 //
-//	ax, err := plan.ParseSweep("workload.clients=1000..16000@5")
-//	g, err := plan.NewGrid(loader, []plan.Axis{ax}, nil, false)
+// When no sweep is given, DefaultSweep picks one from the scenario.
+//
+//	ax, err := plan.ParseSweep("workload.clients=1000..8000@4")
+//	load := func(set []string) (*scenario.Scenario, error) {
+//		f, err := scenario.Load("scenarios.toml", &scenario.Options{Set: set, Target: "deploy-restart"})
+//		if err != nil {
+//			return nil, err
+//		}
+//		return f.Scenario("deploy-restart")
+//	}
+//	g, err := plan.NewGrid(load, []plan.Axis{ax}, nil)
 //	res, err := plan.Run(ctx, g, &plan.Options{Jobs: 2})
 //	rec := plan.Recommend(res, g.Checks(), g.Axes[0].Max())
-//	files, err := plan.Files(res, rec)
+//	files, err := plan.Files(res, rec) // plan.json, plan.csv, plan.md
 package plan

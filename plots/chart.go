@@ -25,8 +25,15 @@ type Panel struct {
 	XLog bool
 	// XMin and XMax fix the X axis range (for bars they are ignored).
 	XMin, XMax float64
+	// XTicks, when set, are the only labelled X ticks (a plan's grid loads).
+	XTicks []Tick
 	// YMax fixes the top of the Y axis when > 0; else it fits the data.
 	YMax float64
+	// YLog draws the Y axis on a log scale from just below the smallest
+	// value (or from YMin to YMax when both are > 0); every point must then
+	// be > 0.
+	YLog bool
+	YMin float64
 	// YBytes labels the Y ticks as sizes (KiB, MiB, GiB).
 	YBytes bool
 	// YPercent ticks the Y axis every 10 %, labelled every 20 %.
@@ -34,6 +41,12 @@ type Panel struct {
 	Lines    []Line
 	Bars     []Bar
 	Faults   []Marker
+}
+
+// Tick is a labelled tick on an axis.
+type Tick struct {
+	Value float64
+	Label string
 }
 
 // Point is one point of a line, in data units.
@@ -56,6 +69,9 @@ type Line struct {
 	Label  string
 	Pen    Pen
 	Points []Point
+	// Marks draws a dot at every point, for lines through a few grid
+	// points rather than a dense series.
+	Marks bool
 }
 
 // Bar is one bar of a panel, one per design, in report order.

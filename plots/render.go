@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -142,6 +143,9 @@ func newPlot(p Panel) *plot.Plot {
 		if len(l.Points) > 0 {
 			pl.Add(newLine(l))
 		}
+		if l.Marks && len(l.Points) > 0 {
+			pl.Add(newMarks(l))
+		}
 	}
 	pl.Add(faultLines(p.Faults))
 	if len(p.Bars) > 0 {
@@ -154,9 +158,25 @@ func newPlot(p Panel) *plot.Plot {
 		pl.X.Scale = plot.LogScale{}
 		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
+	if len(p.XTicks) > 0 {
+		var ts plot.ConstantTicks
+		for _, t := range p.XTicks {
+			ts = append(ts, plot.Tick{Value: t.Value, Label: t.Label})
+		}
+		pl.X.Tick.Marker = ts
+	}
 	pl.Y.Min, pl.Y.Max = 0, p.YMax
 	if p.YMax <= 0 {
 		pl.Y.Max = niceTop(maxY(p.Lines))
+	}
+	if p.YLog {
+		pl.Y.Min, pl.Y.Max = logRange(p.Lines)
+		if p.YMin > 0 && p.YMax > p.YMin {
+			pl.Y.Min, pl.Y.Max = p.YMin, p.YMax
+		}
+		pl.Y.Scale = plot.LogScale{}
+		pl.Y.Tick.Marker = logTicks{bytes: p.YBytes}
+		return pl
 	}
 	switch {
 	case p.YBytes:
@@ -193,6 +213,39 @@ func newLine(l Line) *plotter.Line {
 		xys[i] = plotter.XY{X: p.X, Y: p.Y}
 	}
 	return &plotter.Line{XYs: xys, LineStyle: lineStyle(l.Pen)}
+}
+
+// newMarks draws a dot at each point of a line, in its colour.
+func newMarks(l Line) *plotter.Scatter {
+	xys := make(plotter.XYs, len(l.Points))
+	for i, p := range l.Points {
+		xys[i] = plotter.XY{X: p.X, Y: p.Y}
+	}
+	s := &plotter.Scatter{XYs: xys}
+	s.GlyphStyle = draw.GlyphStyle{Color: l.Pen.Color, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+	return s
+}
+
+// logRange is the Y range of a log axis holding every positive value,
+// with a little room above and below; 1 to 10 when there is none.
+func logRange(ls []Line) (float64, float64) {
+	lo, hi := math.Inf(1), 0.0
+	for _, l := range ls {
+		for _, p := range l.Points {
+			if p.Y > 0 {
+				lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+			}
+		}
+	}
+	if hi == 0 {
+		return 1, 10
+	}
+	lo, hi = lo/1.5, hi*1.5
+	if hi/lo < 10 { // at least a decade, so that the axis has ticks
+		mid := math.Sqrt(lo * hi)
+		lo, hi = mid/math.Sqrt(10), mid*math.Sqrt(10)
+	}
+	return lo, hi
 }
 
 func maxY(ls []Line) float64 {
@@ -351,6 +404,72 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 		}
 		return trim(v) + " " + name
 	})
+}
+
+// logTicks ticks a log axis: at powers of two in binary units for sizes
+// (1 KiB, 4 KiB, ...), else at 1, 2 and 5 times powers of ten, labelled
+// compactly (1k, 20k); unlabelled minor ticks fill in between.
+type logTicks struct{ bytes bool }
+
+func (t logTicks) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0) || !(max > min) || math.IsInf(max, 0) {
+		return nil
+	}
+	var ts []plot.Tick
+	if t.bytes {
+		k0, k1 := int(math.Floor(math.Log2(min))), int(math.Ceil(math.Log2(max)))
+		step := 20
+		for _, st := range []int{1, 2, 5, 10} {
+			if (k1-k0)/st <= 7 {
+				step = st
+				break
+			}
+		}
+		for k := k0; k <= k1; k++ {
+			v := math.Exp2(float64(k))
+			if v < min || v > max {
+				continue
+			}
+			tk := plot.Tick{Value: v}
+			if k%step == 0 { // steps divide 10: 1 KiB, 1 MiB, 1 GiB are labelled
+				tk.Label = sizeLabel(v)
+			}
+			ts = append(ts, tk)
+		}
+		return ts
+	}
+	e0, e1 := int(math.Floor(math.Log10(min))), int(math.Ceil(math.Log10(max)))
+	mantissas := []float64{1, 2, 5}
+	if e1-e0 > 4 {
+		mantissas = []float64{1}
+	}
+	for e := e0; e <= e1; e++ {
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * math.Pow(10, float64(e))
+			if v < min || v > max {
+				continue
+			}
+			tk := plot.Tick{Value: v}
+			if slices.Contains(mantissas, float64(m)) {
+				tk.Label = formatNum(v)
+			}
+			ts = append(ts, tk)
+		}
+	}
+	return ts
+}
+
+// sizeLabel names a power of two in the largest binary unit it fills.
+func sizeLabel(v float64) string {
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if v >= u.size {
+			return trim(v/u.size) + " " + u.name
+		}
+	}
+	return trim(v) + " B"
 }
 
 // percentTicks ticks 0–100 % every 10, labelled every 20.

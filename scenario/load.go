@@ -530,6 +530,11 @@ func (ld *loader) expectTable(where, design string, m map[string]any, names []st
 	}
 }
 
+// ParseCheck reads one threshold given as key and value, as in an expect
+// table: "lost_fraction_max" and 0.001 is lost_fraction ≤ 0.001 for every
+// design.
+func ParseCheck(key string, v float64) (Check, error) { return parseCheck(key, v) }
+
 // parseCheck reads one "<metric>_max = N" or "<metric>_min = N".
 func parseCheck(key string, v any) (Check, error) {
 	var c Check

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/stormsim/stormsim/plan"
+	"github.com/stormsim/stormsim/plots"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+func init() {
+	register(command{name: "plan", summary: "sweep the load and size the store: the largest load each design meets its thresholds at", run: planCmd})
+}
+
+// planFlags are the flags of 'stormsim plan'.
+type planFlags struct {
+	file    string
+	sweeps  listFlag
+	target  string
+	designs string
+	jobs    int
+	set     listFlag
+	seed    string
+	out     string
+	force   bool
+	quiet   bool
+	goals   listFlag
+}
+
+const planAbout = `Run SCENARIO in the simulator over a grid of scenario keys and recommend, per design, the
+largest load that still meets the scenario's thresholds (its expect table) and the store to
+provision for it.
+
+--sweep KEY=VALUES names a numeric scenario key (any of the README's key table: workload.clients,
+workload.event_rate, store.redis_ttl, store.memory_cap_bytes, replicas, ...) and its values:
+  a,b,c         a list, e.g. workload.event_rate=1,5,20 or store.redis_ttl=60s,10m
+  lo..hi@N      N points spaced evenly on a log scale, e.g. workload.clients=1000..100000@5
+                (integer keys are rounded and duplicates dropped)
+Durations take a unit (60s); keys ending in _bytes take KiB, MiB or GiB. The first --sweep is the
+load axis of the charts and of the recommendation; each further --sweep gives one chart panel per
+value, and the designs are sized at every combination. Without --sweep the plan sweeps
+workload.clients at 1/2, 1, 2, 4 and 8 times the scenario's clients, keeping the loads that are all
+in before the first fault (1000..8000@4 for deploy-restart). A grid of more than 10000 points needs
+--force.
+
+A design's max load is the largest grid load L such that it meets every threshold at every grid
+load up to L (failing at a load counts as failing at every larger one). At --target (default: the
+largest load; a target off the grid is added to it) the cheapest design that meets the thresholds is
+named: least store memory to provision, then fewest replicas, then fewest store ops/s. Store memory
+and ops/s come from the simulated store's peaks (store_peak_bytes, store_peak_ops_per_s), plus 30%.
+
+It writes plan.json, plan.csv (one row per grid point and design), plan.md (the recommendation) and
+the charts store-memory, store-ops, replay-p99 and lost-fraction (PNG and SVG) to
+OUT/plan/<scenario>/<UTC time>/ (OUT/plan/<scenario>/latest points at the newest). The same seed
+gives the same plan.json, plan.csv and plan.md, whatever --jobs. It exits 0 when the plan is
+written, whether or not a design meets the thresholds; plan.md says which.`
+
+func planCmd(ctx context.Context, env *Env, args []string) error {
+	var f planFlags
+	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--target KEY=VALUE] [flags]", planAbout)
+	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
+	fs.Var(&f.sweeps, "sweep", "sweep a numeric key, repeatable; the first is the load (`KEY=VALUES`: a,b,c or lo..hi@N)")
+	fs.StringVar(&f.target, "target", "", "the load to plan for (`KEY=VALUE`, KEY the first --sweep's; default its largest value)")
+	fs.StringVar(&f.designs, "designs", "", "plan only these designs, comma-separated (`a,b`)")
+	fs.IntVar(&f.jobs, "jobs", 0, "simulations run at once (`N`; 0 = one per core)")
+	fs.Var(&f.set, "set", "override a scenario key at every grid point, repeatable (`key=value`)")
+	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
+	fs.StringVar(&f.out, "out", "results", "results `dir`; the plan goes to DIR/plan/<scenario>/<UTC time>/")
+	fs.BoolVar(&f.force, "force", false, "run a grid of more than 10000 points")
+	fs.Var(&f.goals, "goal", "plan for this threshold instead of the scenario's expect table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. lost_fraction_max=0.001)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("plan: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
+	}
+	if f.jobs < 0 {
+		return usagef("plan: --jobs %d is negative (0 = one per core)", f.jobs)
+	}
+	name := pos[0]
+	base := []string(f.set)
+	if f.seed != "" {
+		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
+			return usagef("plan: --seed %q is not an integer in 0..9223372036854775807", f.seed)
+		}
+		base = append(slices.Clone(base), "seed="+f.seed)
+	}
+	data, err := os.ReadFile(f.file)
+	if err != nil {
+		return usageError{fmt.Errorf("plan: %w", err)}
+	}
+	var goals []scenario.Check
+	for _, g := range f.goals {
+		k, v, found := strings.Cut(g, "=")
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if !found || err != nil {
+			return usagef("plan: --goal %q: want metric_max=N or metric_min=N with a number N", g)
+		}
+		c, err := scenario.ParseCheck(strings.TrimSpace(k), n)
+		if err != nil {
+			return usagef("plan: --goal %q: %v", g, err)
+		}
+		goals = append(goals, c)
+	}
+	load := func(set []string) (*scenario.Scenario, error) {
+		file, err := scenario.Parse(f.file, data, &scenario.Options{Set: set, Target: name})
+		if err != nil {
+			return nil, err
+		}
+		sc, err := file.Scenario(name)
+		if err == nil && goals != nil {
+			sc.Expect = goals // the goals replace the scenario's expect table
+		}
+		return sc, err
+	}
+	baseSc, err := load(base)
+	if err != nil {
+		return usageError{err}
+	}
+	specs := []string(f.sweeps)
+	if len(specs) == 0 {
+		specs = []string{plan.DefaultSweep(baseSc)}
+	}
+	var axes []plan.Axis
+	for _, s := range specs {
+		ax, err := plan.ParseSweep(s)
+		if err != nil {
+			return usageError{err}
+		}
+		axes = append(axes, ax)
+	}
+	gopts := &plan.GridOptions{Base: base, Force: f.force}
+	if f.target != "" {
+		key, val, found := strings.Cut(f.target, "=")
+		key = strings.TrimSpace(key)
+		switch {
+		case !found || key == "":
+			return usagef("--target %q: want KEY=VALUE, for example %s=%s", f.target, axes[0].Key, axes[0].Text(axes[0].Max()))
+		case key != axes[0].Key:
+			return usagef("--target %s: the target is a load, on the load axis %s (the first --sweep)", key, axes[0].Key)
+		}
+		v, err := plan.ParseValue(key, val)
+		if err != nil {
+			return usagef("--target %s: %v", key, err)
+		}
+		gopts.Target = &v
+	}
+	if f.designs != "" {
+		for _, d := range strings.Split(f.designs, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				gopts.Designs = append(gopts.Designs, d)
+			}
+		}
+	}
+	g, err := plan.NewGrid(load, axes, gopts)
+	if err != nil {
+		return usageError{err}
+	}
+	target := g.Axes[0].Max()
+	if gopts.Target != nil {
+		target = *gopts.Target
+	}
+	sc := g.Scenario()
+
+	var bar *progressbar.ProgressBar
+	var progress func(time.Duration)
+	if !f.quiet && env.Interactive {
+		bar = progressbar.NewOptions64(int64(g.Work()/time.Millisecond),
+			progressbar.OptionSetWriter(env.Stderr),
+			progressbar.OptionSetDescription(fmt.Sprintf("plan %s: %d points × %d designs", sc.Name, len(g.Points), len(g.Designs))),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+		var mu sync.Mutex
+		progress = func(d time.Duration) {
+			mu.Lock()
+			bar.Add64(int64(d / time.Millisecond))
+			mu.Unlock()
+		}
+	}
+	res, err := plan.Run(ctx, g, &plan.Options{Jobs: f.jobs, Progress: progress})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	rec := plan.Recommend(res, g.Checks(), target)
+	files, err := plan.Files(res, rec)
+	if err != nil {
+		return err
+	}
+	charts, err := plots.RenderPlan(planChartData(res), nil)
+	if err != nil {
+		return err
+	}
+	for n, b := range charts {
+		files[n] = b
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dir, err := report.WriteRun(filepath.Join(f.out, "plan", sc.Name), time.Now().UTC().Format("20060102T150405Z"), files)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		writePlanSummary(env, g, rec)
+		fmt.Fprintf(env.Stdout, "\nplan: %s\n", filepath.Join(dir, plan.MarkdownName))
+	}
+	return nil
+}
+
+// writePlanSummary prints each candidate's max load and the recommendation.
+func writePlanSummary(env *Env, g *plan.Grid, rec *plan.Recommendation) {
+	load := &g.Axes[0]
+	fmt.Fprintf(env.Stdout, "%s plan (seed %d): %d points × %d designs, load %s, target %s, headroom +%d%%\n",
+		g.Scenario().Name, g.Scenario().Seed, len(g.Points), len(g.Designs), load.Key, load.Text(rec.Target), rec.HeadroomPercent)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"design"}
+	if len(g.Axes) > 1 {
+		head = append(head, "at")
+	}
+	head = append(head, "max load", "meets target", "store memory at target", "store ops/s at target", "first failure")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, c := range rec.Candidates {
+		row := []string{c.Design}
+		if len(g.Axes) > 1 {
+			row = append(row, c.Group)
+		}
+		maxLoad, meets, mem, ops, fail := "none", "no", "-", "-", "none"
+		if c.MaxLoad != nil {
+			maxLoad = load.Text(*c.MaxLoad)
+		}
+		if c.MeetsTarget {
+			meets = "yes"
+		}
+		if c.AtTarget != nil {
+			mem, ops = plan.Bytes(c.AtTarget.Bytes), strconv.FormatFloat(c.AtTarget.OpsPerS, 'f', -1, 64)
+		}
+		if c.FirstFailure != nil {
+			fail = fmt.Sprintf("at %s: %s", load.Text(c.FirstFailure.Load), c.FirstFailure.Check)
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, maxLoad, meets, mem, ops, fail), "\t")+"\t")
+	}
+	tw.Flush()
+	if best := rec.Best(); best != nil {
+		at := ""
+		if best.Group != "" {
+			at = " at " + best.Group
+		}
+		fmt.Fprintf(env.Stdout, "\ncheapest at %s: %s%s, store %s and %s ops/s provisioned (+%d%%), %d replicas\n",
+			load.Label(rec.Target), best.Design, at, plan.Bytes(best.AtTarget.Bytes), strconv.FormatFloat(best.AtTarget.OpsPerS, 'f', -1, 64), rec.HeadroomPercent, best.Replicas)
+	} else {
+		fmt.Fprintf(env.Stdout, "\nno design meets the thresholds at %s", load.Label(rec.Target))
+		if f := rec.FirstFailure; f != nil {
+			fmt.Fprintf(env.Stdout, "; the first to fail: %s at %s: %s", f.Design, load.Label(f.Load), f.Check)
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+}
+
+// planChartData reduces a simulated grid to what the plan charts draw:
+// one panel per combination of the other axes, and the memory store's cap
+// × replicas as its limit wherever a memory design has a cap.
+func planChartData(res *plan.Result) *plots.PlanData {
+	g := res.Grid
+	sc := g.Scenario()
+	load := &g.Axes[0]
+	d := &plots.PlanData{
+		Title:     fmt.Sprintf("%s (seed %d)", sc.Name, sc.Seed),
+		LoadLabel: load.Key, Designs: g.Designs,
+		LoadLog: load.Log || (load.Values[0] > 0 && load.Max()/load.Values[0] >= 10),
+	}
+	if len(load.Values) <= 12 {
+		for _, v := range load.Values {
+			d.LoadTicks = append(d.LoadTicks, plots.Tick{Value: v, Label: load.Text(v)})
+		}
+	}
+	nl := g.Loads()
+	for k := range g.Groups() {
+		p := plots.PlanPanel{Title: g.GroupLabel(k)}
+		// Each memory design's cap × replicas along the load axis; the
+		// designs that share one are drawn as one line.
+		var limits [][]plots.Point
+		var owners [][]string
+		for _, dn := range g.Designs {
+			var pts []plots.Point
+			for li := range nl {
+				pt := g.Points[k*nl+li]
+				for _, des := range pt.Scenario.Designs {
+					if des.Name == dn && des.Events == topology.EventsMemory && des.Store.MemoryCapBytes > 0 {
+						pts = append(pts, plots.Point{X: pt.Values[0], Y: float64(des.Store.MemoryCapBytes) * float64(pt.Scenario.Replicas)})
+					}
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			found := false
+			for i, l := range limits {
+				if slices.Equal(l, pts) {
+					owners[i] = append(owners[i], dn)
+					found = true
+					break
+				}
+			}
+			if !found {
+				limits, owners = append(limits, pts), append(owners, []string{dn})
+			}
+		}
+		for i, pts := range limits {
+			lim := plots.PlanLimit{Label: "memory store cap × replicas", Points: pts}
+			if slices.IndexFunc(pts, func(q plots.Point) bool { return q.Y != pts[0].Y }) < 0 {
+				// The same at every load: a horizontal line.
+				pt := g.Points[k*nl]
+				lim = plots.PlanLimit{Value: pts[0].Y, Label: fmt.Sprintf("memory store cap × %d replicas = %s", pt.Scenario.Replicas, plan.Bytes(int64(pts[0].Y)))}
+			}
+			if len(limits) > 1 {
+				lim.Label += " (" + strings.Join(owners[i], ", ") + ")"
+			}
+			p.MemoryLimits = append(p.MemoryLimits, lim)
+		}
+		for li := range nl {
+			for di := range g.Designs {
+				r := &res.Rows[(k*nl+li)*len(g.Designs)+di]
+				t := &r.Report.Totals
+				p.Points = append(p.Points, plots.PlanPoint{
+					Design: r.Design, Load: g.Points[r.Point].Values[0],
+					StoreBytes: float64(t.StorePeakBytes), StoreOpsPerS: t.StorePeakOpsPerS,
+					ReplayP99MS: r.Report.ReplayLatencyMS.P99, LostFraction: plan.LostFraction(t),
+				})
+			}
+		}
+		d.Panels = append(d.Panels, p)
+	}
+	return d
+}
