@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/runner"
@@ -58,7 +59,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.out, "out", "results", "results `dir`")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.IntVar(&f.parallel, "parallel", 0, "designs run at once (0 = one per core in the simulator, one at a time live)")
-	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time) or live (real replicas, LB, Redis and SSE clients on loopback)")
+	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time), live (real replicas, LB, Redis and SSE clients on loopback), or both: the two on the same seed, compared in agreement.md (exit 98 outside the scenario's agreement tolerances)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -67,8 +68,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
 	}
-	if f.engine != "sim" && f.engine != "live" {
-		return usagef("run: --engine %q is not available (valid: sim, live)", f.engine)
+	if f.engine != "sim" && f.engine != "live" && f.engine != "both" {
+		return usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
 	}
 	name := pos[0]
 	sets := []string(f.set)
@@ -116,56 +117,65 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			mu.Unlock()
 		}
 	}
-	var rep *report.Report
-	var resultsBin, histories []byte
-	if f.engine == "live" {
-		abs, aerr := filepath.Abs(f.file)
-		if aerr != nil {
-			return aerr
+	engines := []string{f.engine}
+	if f.engine == "both" {
+		engines = []string{"sim", "live"}
+		if bar != nil {
+			bar.ChangeMax64(bar.GetMax64() * 2)
 		}
-		var buf bytes.Buffer
-		var out *runner.Output
-		out, err = runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
-			Progress: progress, Results: &buf, Set: sets})
-		if err == nil {
-			rep, resultsBin = out.Report, buf.Bytes()
-			histories, err = check.EncodeHistories(out.Histories)
+	}
+	runs := map[string]*report.Report{}
+	files := map[string][]byte{}
+	for _, engine := range engines {
+		rep, extra, err := runEngine(ctx, engine, sc, &f, designs, sets, progress)
+		if err != nil {
+			if bar != nil {
+				bar.Finish()
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if strings.Contains(err.Error(), "has no design") {
+				return usageError{err}
+			}
+			return err
 		}
-	} else {
-		var out *sim.Output
-		out, err = sim.Run(ctx, sc, &sim.Options{Parallel: f.parallel, Designs: designs, Progress: progress})
-		if err == nil {
-			rep = out.Report
+		ef, err := rep.Files()
+		if err != nil {
+			return err
 		}
+		for k, v := range extra {
+			ef[k] = v
+		}
+		if !f.noCharts {
+			charts, err := plots.Render(rep)
+			if err != nil {
+				return err
+			}
+			for name, data := range charts {
+				ef[name] = data
+			}
+		}
+		prefix := ""
+		if len(engines) > 1 {
+			prefix = engine + "/" // --engine both: one folder per engine
+		}
+		for k, v := range ef {
+			files[prefix+k] = v
+		}
+		runs[engine] = rep
 	}
 	if bar != nil {
 		bar.Finish()
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if strings.Contains(err.Error(), "has no design") {
-			return usageError{err}
-		}
-		return err
-	}
-	files, err := rep.Files()
-	if err != nil {
-		return err
-	}
-	if resultsBin != nil {
-		files["results.bin"] = resultsBin
-		files[check.HistoryFile] = histories
-	}
-	if !f.noCharts {
-		charts, err := plots.Render(rep)
+	var agreement *agree.Agreement
+	if len(engines) > 1 {
+		agreement = agree.Compare(runs["sim"], runs["live"], agree.TolerancesOf(sc))
+		j, err := agreement.JSON()
 		if err != nil {
 			return err
 		}
-		for name, data := range charts {
-			files[name] = data
-		}
+		files["agreement.json"], files["agreement.md"] = j, agreement.Markdown()
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -174,24 +184,69 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	results := expect.Evaluate(rep, sc.Expect)
-	failed := expect.Failed(results)
-	if !f.quiet {
+	var failed []expect.Result
+	for _, engine := range engines {
+		rep := runs[engine]
+		results := expect.Evaluate(rep, sc.Expect)
+		failed = append(failed, expect.Failed(results)...)
+		if f.quiet {
+			continue
+		}
+		sub := dir
+		if len(engines) > 1 {
+			sub = filepath.Join(dir, engine)
+			fmt.Fprintln(env.Stdout)
+		}
 		if err := rep.WriteTable(env.Stdout); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(dir, "report.json"))
+		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(sub, "report.json"))
 		if !f.noCharts {
-			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(dir, plots.PageName))
+			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(sub, plots.PageName))
 		}
 		if len(results) > 0 {
-			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(results), len(failed))
+			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(results), len(expect.Failed(results)))
+		}
+	}
+	if agreement != nil {
+		if !f.quiet {
+			fmt.Fprintf(env.Stdout, "\nagreement: %d of %d rows within tolerance: %s\n", len(agreement.Rows)-agreement.Failed, len(agreement.Rows), filepath.Join(dir, "agreement.md"))
+		}
+		if agreement.Failed > 0 {
+			return &agree.Disagreement{A: agreement}
 		}
 	}
 	if len(failed) > 0 {
 		return &expect.Breach{Failed: failed}
 	}
 	return nil
+}
+
+// runEngine runs sc on one engine and returns its report and the extra
+// files it writes (a live run: results.bin and the histories).
+func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *runFlags, designs, sets []string, progress func(time.Duration)) (*report.Report, map[string][]byte, error) {
+	if engine == "sim" {
+		out, err := sim.Run(ctx, sc, &sim.Options{Parallel: f.parallel, Designs: designs, Progress: progress})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out.Report, nil, nil
+	}
+	abs, err := filepath.Abs(f.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	out, err := runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
+		Progress: progress, Results: &buf, Set: sets})
+	if err != nil {
+		return nil, nil, err
+	}
+	hist, err := check.EncodeHistories(out.Histories)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist}, nil
 }
 
 func listCmd(_ context.Context, env *Env, args []string) error {

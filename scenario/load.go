@@ -44,8 +44,9 @@ type subs struct {
 
 // scenarioOnly holds what only a [scenario.NAME] block may have.
 type scenarioOnly struct {
-	Faults []toml.Primitive `toml:"faults"`
-	Expect toml.Primitive   `toml:"expect"`
+	Faults    []toml.Primitive `toml:"faults"`
+	Expect    toml.Primitive   `toml:"expect"`
+	Agreement toml.Primitive   `toml:"agreement"`
 }
 
 type designTop struct {
@@ -469,11 +470,43 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			s.Expect = ld.expect(scLayer.where+".expect", raw, s)
 		}
 	}
+	if scLayer.defined("agreement") {
+		var raw map[string]any
+		ld.decode(scLayer, only.Agreement, &raw)
+		s.Agreement = map[string]float64{}
+		for _, k := range sortedKeys(raw) {
+			where := scLayer.where + ".agreement." + k
+			if !slices.Contains(AgreementKeys, k) {
+				ld.errorf(where, "unknown tolerance (valid: %s)", strings.Join(AgreementKeys, ", "))
+				continue
+			}
+			var f float64
+			switch n := raw[k].(type) {
+			case int64:
+				f = float64(n)
+			case float64:
+				f = n
+			default:
+				ld.errorf(where, "%v is not a number", raw[k])
+				continue
+			}
+			if f <= 0 || (k == "replay_latency_factor" && f < 1) {
+				ld.errorf(where, "%v must be above 0 (a factor at least 1)", f)
+				continue
+			}
+			s.Agreement[k] = f
+		}
+	}
 	if len(ld.errs) > nerr {
 		return nil
 	}
 	return s
 }
+
+// AgreementKeys are the tolerances [scenario.NAME.agreement] may set for
+// --engine both: absolute differences for the fractions and re-issues per
+// 100 calls, a factor for replay latency.
+var AgreementKeys = []string{"lost_fraction", "rate_404", "resumed_fraction", "reissued_per_100", "replay_latency_factor"}
 
 // expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
 // for every design, and a table per design for that design alone.

@@ -40,6 +40,9 @@ type Scenario struct {
 	// Expect holds the thresholds a run must meet; not part of the
 	// scenario's hash, since they judge a run rather than shape it.
 	Expect []Check `json:"-"`
+	// Agreement holds the tolerances of --engine both, by AgreementKeys
+	// name; the defaults apply to the keys it lacks.
+	Agreement map[string]float64 `json:"-"`
 }
 
 // Check is one threshold: Metric of Design (every design when empty) must be

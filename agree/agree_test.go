@@ -1,0 +1,65 @@
+package agree
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+)
+
+func rep(engine string, lost, expected, n404, sreq, resumes, drops, reissued, calls int64, p50 *float64) *report.Report {
+	d := report.Design{Name: "d", Totals: report.Totals{EventsLost: lost, EventsExpected: expected, HTTP404: n404, SessionRequests: sreq,
+		Resumes: resumes, Drops: drops, CallsReissued: reissued, Calls: calls}}
+	d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = p50, p50
+	if p50 != nil {
+		d.ReplayLatencyMS.Count = 10
+	}
+	return &report.Report{Scenario: "s", Engine: engine, Designs: []report.Design{d}}
+}
+
+func f(v float64) *float64 { return &v }
+
+func TestCompare(t *testing.T) {
+	sim := rep("sim", 100, 1000, 50, 1000, 40, 50, 10, 100, f(1000))
+	// Within every tolerance.
+	a := Compare(sim, rep("live", 120, 1000, 90, 1000, 38, 50, 13, 100, f(1900)), Defaults)
+	if a.Failed != 0 || len(a.Rows) != 6 {
+		t.Fatalf("%d rows, %d failed:\n%s", len(a.Rows), a.Failed, a.Markdown())
+	}
+	if r := a.Rows[0]; r.Metric != "lost_fraction" || *r.Diff < 0.0199 || *r.Diff > 0.0201 || r.N != 1000 {
+		t.Errorf("lost_fraction row: %+v", r)
+	}
+	// Each metric outside its tolerance fails on its own row.
+	a = Compare(sim, rep("live", 200, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)
+	if a.Failed != 1 || a.Rows[0].Pass {
+		t.Errorf("lost 0.2 against 0.1: %d failed", a.Failed)
+	}
+	a = Compare(sim, rep("live", 100, 1000, 50, 1000, 40, 50, 10, 100, f(2100)), Defaults)
+	if a.Failed != 2 { // p50 and p90
+		t.Errorf("latency ×2.1: %d failed", a.Failed)
+	}
+	a = Compare(sim, rep("live", 100, 1000, 50, 1000, 40, 50, 10, 100, f(400)), Defaults)
+	if a.Failed != 2 {
+		t.Errorf("latency ×0.4: %d failed", a.Failed)
+	}
+	// A scenario's tolerance replaces the default.
+	sc := &scenario.Scenario{Agreement: map[string]float64{"lost_fraction": 0.2}}
+	a = Compare(sim, rep("live", 250, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), TolerancesOf(sc))
+	if a.Failed != 0 {
+		t.Errorf("lost 0.25 against 0.1 within 0.2: %d failed", a.Failed)
+	}
+	// No replays in one engine only is a disagreement; in neither, not.
+	a = Compare(sim, rep("live", 100, 1000, 50, 1000, 40, 50, 10, 100, nil), Defaults)
+	if a.Failed != 2 || !strings.Contains(a.Rows[4].Note, "live run") {
+		t.Errorf("no live replays: %d failed, %+v", a.Failed, a.Rows[4])
+	}
+	a = Compare(rep("sim", 0, 10, 0, 0, 0, 0, 0, 1, nil), rep("live", 0, 10, 0, 0, 0, 0, 0, 1, nil), Defaults)
+	if a.Failed != 0 {
+		t.Errorf("nothing to compare should agree: %s", a.Markdown())
+	}
+	var e error = &Disagreement{A: Compare(sim, rep("live", 900, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)}
+	if c, ok := e.(interface{ ExitCode() int }); !ok || c.ExitCode() != 98 || !strings.Contains(e.Error(), "d/lost_fraction") {
+		t.Errorf("disagreement error: %v", e)
+	}
+}
