@@ -56,7 +56,11 @@ type Row struct {
 	N      int64    `json:"n"`
 	StdErr *float64 `json:"std_err"`
 	Pass   bool     `json:"pass"`
-	Note   string   `json:"note,omitempty"`
+	// Inconclusive: the row is outside its tolerance, but its sample is
+	// too small to judge it (one standard error is more than a third of the
+	// tolerance, and the excess is under two); it does not fail.
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Note         string `json:"note,omitempty"`
 }
 
 // Agreement is the comparison of two reports.
@@ -65,6 +69,8 @@ type Agreement struct {
 	Seed     uint64 `json:"seed"`
 	Rows     []Row  `json:"rows"`
 	Failed   int    `json:"failed"`
+	// Inconclusive counts rows whose sample was too small to judge.
+	Inconclusive int `json:"inconclusive"`
 }
 
 func ratio(n, d int64) *float64 {
@@ -106,8 +112,16 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 			if sv, lv := ratio(sn, sdn), ratio(ln, ldn); sv != nil && lv != nil {
 				s, l := *sv*f.scale, *lv*f.scale
 				row.Sim, row.Live, row.Diff = ptr(s), ptr(l), ptr(l-s)
-				row.StdErr = ptr(f.scale * math.Sqrt(*lv*(1-*lv)/float64(ldn)))
+				// The standard error of the difference, from the pooled
+				// fraction and both samples.
+				p := float64(sn+ln) / float64(sdn+ldn)
+				se := f.scale * math.Sqrt(p*(1-p)*(1/float64(sdn)+1/float64(ldn)))
+				row.StdErr = ptr(se)
 				row.Pass = math.Abs(l-s) <= row.Tolerance+1e-12
+				if !row.Pass && se > row.Tolerance/3 && math.Abs(l-s)-row.Tolerance < 2*se {
+					row.Pass, row.Inconclusive = true, true
+					row.Note = fmt.Sprintf("inconclusive: n too small, ±1 SE %.3f is over a third of the tolerance", se)
+				}
 			} else {
 				row.Sim, row.Live = scaled(sv, f.scale), scaled(lv, f.scale)
 				row.Pass = sv == nil && lv == nil
@@ -161,6 +175,9 @@ func (a *Agreement) add(r Row) {
 	if !r.Pass {
 		a.Failed++
 	}
+	if r.Inconclusive {
+		a.Inconclusive++
+	}
 }
 
 // JSON is agreement.json.
@@ -183,8 +200,8 @@ func num(v *float64) string {
 func (a *Agreement) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Agreement: %s, seed %d\n\n", a.Scenario, a.Seed)
-	fmt.Fprintf(&b, "The simulator and the live engine ran the same scenario and seed. Fractions compare as live − sim against an absolute tolerance; replay latency as live ÷ sim against a factor. n is the live sample behind the figure, and ±1 SE its standard error, sqrt(p(1−p)/n).\n\n")
-	fmt.Fprintf(&b, "%d of %d rows outside their tolerance.\n\n", a.Failed, len(a.Rows))
+	fmt.Fprintf(&b, "The simulator and the live engine ran the same scenario and seed. Fractions compare as live − sim against an absolute tolerance; replay latency as live ÷ sim against a factor. n is the live sample behind the figure, and ±1 SE the standard error of the difference, sqrt(p(1−p)(1/n_sim + 1/n_live)) with p pooled; a row outside its tolerance whose ±1 SE is over a third of the tolerance, and whose excess over the tolerance is under 2 SE, is reported inconclusive (its sample is too small to judge), not failed.\n\n")
+	fmt.Fprintf(&b, "%d of %d rows outside their tolerance; %d inconclusive.\n\n", a.Failed, len(a.Rows), a.Inconclusive)
 	b.WriteString("| design | metric | sim | live | diff | tolerance | n | ±1 SE | agrees |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range a.Rows {
 		ok := "yes"

@@ -58,6 +58,16 @@ func TestCompare(t *testing.T) {
 	if a.Failed != 0 {
 		t.Errorf("nothing to compare should agree: %s", a.Markdown())
 	}
+	// A small sample that misses by less than its noise is inconclusive, not
+	// a failure; the same miss on a large sample fails.
+	small := Compare(rep("sim", 0, 10, 1, 10, 3, 10, 1, 10, nil), rep("live", 0, 10, 1, 10, 4, 10, 1, 10, nil), Defaults)
+	if small.Failed != 0 || small.Inconclusive != 1 || !small.Rows[2].Inconclusive {
+		t.Errorf("resumed 0.4 against 0.3 on 10 drops: %d failed, %d inconclusive", small.Failed, small.Inconclusive)
+	}
+	big := Compare(rep("sim", 0, 10, 1, 10, 3000, 10000, 1, 10, nil), rep("live", 0, 10, 1, 10, 4000, 10000, 1, 10, nil), Defaults)
+	if big.Failed != 1 || big.Inconclusive != 0 {
+		t.Errorf("resumed 0.4 against 0.3 on 10,000 drops: %d failed, %d inconclusive", big.Failed, big.Inconclusive)
+	}
 	var e error = &Disagreement{A: Compare(sim, rep("live", 900, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)}
 	if c, ok := e.(interface{ ExitCode() int }); !ok || c.ExitCode() != 98 || !strings.Contains(e.Error(), "d/lost_fraction") {
 		t.Errorf("disagreement error: %v", e)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type runFlags struct {
 	designs  string
 	seed     string
 	set      listFlag
+	simSet   listFlag
 	out      string
 	quiet    bool
 	parallel int
@@ -56,6 +58,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.designs, "designs", "", "run only these designs, comma-separated (`a,b`)")
 	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
 	fs.Var(&f.set, "set", "override a scenario key, repeatable (`key=value`, e.g. workload.clients=500)")
+	fs.Var(&f.simSet, "sim-set", "with --engine both: override a key for the simulator only, repeatable (`key=value`): a deliberately wrong model, to see the agreement check bite")
 	fs.StringVar(&f.out, "out", "results", "results `dir`")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.IntVar(&f.parallel, "parallel", 0, "designs run at once (0 = one per core in the simulator, one at a time live)")
@@ -86,6 +89,19 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	sc, err := file.Scenario(name)
 	if err != nil {
 		return usageError{err}
+	}
+	simSc := sc
+	if len(f.simSet) > 0 {
+		if f.engine != "both" {
+			return usagef("run: --sim-set is for --engine both")
+		}
+		sf, err := scenario.Load(f.file, &scenario.Options{Set: append(slices.Clone(sets), f.simSet...), Target: name})
+		if err != nil {
+			return usageError{err}
+		}
+		if simSc, err = sf.Scenario(name); err != nil {
+			return usageError{err}
+		}
 	}
 	var designs []string
 	if f.designs != "" {
@@ -127,7 +143,11 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	runs := map[string]*report.Report{}
 	files := map[string][]byte{}
 	for _, engine := range engines {
-		rep, extra, err := runEngine(ctx, engine, sc, &f, designs, sets, progress)
+		esc := sc
+		if engine == "sim" {
+			esc = simSc
+		}
+		rep, extra, err := runEngine(ctx, engine, esc, &f, designs, sets, progress)
 		if err != nil {
 			if bar != nil {
 				bar.Finish()

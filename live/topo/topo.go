@@ -109,6 +109,11 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 		return nil, err
 	}
 	t.bal, _ = lb.New(policy, nil)
+	// The scenario's round trip, as the simulator models it: loopback alone
+	// would answer in well under a millisecond, and the order in which
+	// clients' requests interleave at the LB depends on it.
+	t.latency = sc.RTT
+	t.bal.SetLatency(t.latency)
 	for slot := 0; slot < sc.Replicas; slot++ {
 		if err := t.startSlot(ctx, slot); err != nil {
 			return nil, err
