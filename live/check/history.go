@@ -43,6 +43,7 @@ type Request struct {
 	Answered    int64 // response headers arrived (or the request failed)
 	Closed      int64 // the response body ended: for a stream, when the stream ended
 	Status      int   // 0 when no response arrived
+	Replica     int   // the slot the LB sent it to, -1 when unknown
 	Purged      bool  // a 400 that said the events were purged
 	Err         string
 	BytesOut    int64

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,6 +100,9 @@ func (v view) Replicas() int     { return len(v.b.backends) }
 func (v view) InPool(i int) bool { return v.b.backends[i].inPool }
 func (v view) Conns(i int) int   { return len(v.b.backends[i].conns) }
 
+// ReplicaHeader names the slot the LB sent a request to, on its response.
+const ReplicaHeader = "X-Stormsim-Replica"
+
 // maxBody bounds a request body the LB buffers.
 const maxBody = 4 << 20
 
@@ -156,6 +160,7 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	w.Header().Set(ReplicaHeader, strconv.Itoa(slot)) // which replica answered, for the history
 	be.proxy.ServeHTTP(&binder{ResponseWriter: w, b: b, slot: slot}, r)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
 	"github.com/stormsim/stormsim/workload"
 )
@@ -248,6 +249,10 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
 	}
 	rec.Status = resp.StatusCode
+	rec.Replica = -1
+	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
+		rec.Replica = n
+	}
 	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		in.RetryHint = time.Duration(s) * time.Second
