@@ -29,13 +29,13 @@ plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the lo
 # make agree: the simulator against the live engine on the same seed; exit 98 where they disagree.
 # round-robin has no faults and runs shortened; crash keeps its fault at 120 s with fewer clients and designs.
 # Their expect tables are sized for the full scenarios, so these two runs judge agreement only.
-AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=20s
+AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=3s
 agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md per run, exit 98 on a disagreement
 	./$(BIN) run live-smoke --engine both --parallel 3 --no-charts --quiet --out $(OUT) $(ARGS)
 	./$(BIN) run round-robin --engine both --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
-		--set duration=30s --set drain=10s --set workload.clients=300 $(ARGS)
+		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
 	./$(BIN) run crash --engine both --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
-		--set duration=135s --set drain=10s --set workload.clients=200 --set workload.arrival_rate=50 \
+		--set duration=135s --set drain=5s --set workload.clients=200 --set workload.arrival_rate=50 \
 		--set 'designs=["memory-sticky","redis-events","redis-shared"]' $(ARGS)
 	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
 
