@@ -103,6 +103,7 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 	for _, ld := range live.Designs {
 		sd := sim.Design(ld.Name)
 		if sd == nil {
+			a.add(Row{Design: ld.Name, Metric: "design", Note: "missing in the simulator's report"})
 			continue
 		}
 		for _, f := range fractions {
@@ -151,6 +152,11 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 				row.Note = "no replays in " + missing(q.sim, q.liv)
 			}
 			a.add(row)
+		}
+	}
+	for _, sd := range sim.Designs {
+		if live.Design(sd.Name) == nil {
+			a.add(Row{Design: sd.Name, Metric: "design", Note: "missing in the live report"})
 		}
 	}
 	return a

@@ -68,6 +68,12 @@ func TestCompare(t *testing.T) {
 	if big.Failed != 1 || big.Inconclusive != 0 {
 		t.Errorf("resumed 0.4 against 0.3 on 10,000 drops: %d failed, %d inconclusive", big.Failed, big.Inconclusive)
 	}
+	// A design in one report only is a failing row, not a silent skip.
+	other := rep("live", 100, 1000, 50, 1000, 40, 50, 10, 100, f(1000))
+	other.Designs[0].Name = "e"
+	if a := Compare(sim, other, Defaults); a.Failed != 2 {
+		t.Errorf("designs d (sim) and e (live): %d failed, want 2:\n%s", a.Failed, a.Markdown())
+	}
 	var e error = &Disagreement{A: Compare(sim, rep("live", 900, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)}
 	if c, ok := e.(interface{ ExitCode() int }); !ok || c.ExitCode() != 98 || !strings.Contains(e.Error(), "d/lost_fraction") {
 		t.Errorf("disagreement error: %v", e)

@@ -165,9 +165,10 @@ func Judge(h *History) *Judgment {
 	}
 
 	replayDone := map[int32]bool{}
+	openEnd := openStreams(h)
 	for _, c := range h.Calls {
 		cs := calls[key{c.Client, c.Seq}]
-		judgeCall(h, cs, t, j, replayDone)
+		judgeCall(h, cs, t, j, replayDone, openEnd)
 		if cs.c.End >= 0 {
 			// Loss is counted at the end of the call, event by event.
 			var lost int64
@@ -216,7 +217,7 @@ func Judge(h *History) *Judgment {
 
 // judgeCall counts one call's calls, deliveries, duplicates, reorderings,
 // replays, latencies and production terms.
-func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool) {
+func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, openEnd map[[3]int32]bool) {
 	c := cs.c
 	t.Calls++
 	t.EventsExpected += int64(c.E)
@@ -346,7 +347,7 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 		t.EventsRedone += int64(min(a.maxIdx, earlier))
 		// What a pending call's attempt produced while its client was still
 		// connected at the end of the run is not waste: it was on its way.
-		if h.NoStore && !(c.End < 0 && openAtEnd(h, c, int32(i))) {
+		if h.NoStore && !(c.End < 0 && openAtEnd(h, openEnd, c, int32(i))) {
 			for idx := range a.prod {
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
@@ -358,14 +359,20 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 
 // openAtEnd reports whether a stream of attempt a of call c was still open
 // when the run ended (the runner closes open streams at the horizon).
-func openAtEnd(h *History, c *Call, a int32) bool {
+func openAtEnd(h *History, openEnd map[[3]int32]bool, c *Call, a int32) bool {
+	return openEnd[[3]int32{c.Client, c.Seq, a}]
+}
+
+// openStreams lists the attempts with a stream still open at the horizon.
+func openStreams(h *History) map[[3]int32]bool {
+	out := map[[3]int32]bool{}
 	for i := range h.Requests {
 		r := &h.Requests[i]
-		if r.Client == c.Client && r.Seq == c.Seq && r.Attempt == a && r.Stream() && r.Closed >= h.Horizon-int64(100*time.Millisecond) {
-			return true
+		if r.Stream() && r.Closed >= h.Horizon-int64(100*time.Millisecond) {
+			out[[3]int32{r.Client, r.Seq, r.Attempt}] = true
 		}
 	}
-	return false
+	return out
 }
 
 // lastBefore is the last drop at or before t, or -1.

@@ -86,9 +86,12 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 	// exercise, not an error worth a log line.
 	p.ErrorLog = log.New(io.Discard, "", 0)
 	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		if r.Context().Err() == nil {
-			http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
+		if r.Context().Err() != nil {
+			// Cut by the LB (a fault) or by the client: the connection
+			// breaks, as a cut does, instead of answering an empty 200.
+			panic(http.ErrAbortHandler)
 		}
+		http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
 	}
 	return p, u, nil
 }
@@ -146,6 +149,7 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	be.conns[r] = cancel
 	delay := b.latency
+	proxy := be.proxy // SetBackend may replace it once the lock is released
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -157,11 +161,11 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			return
+			panic(http.ErrAbortHandler) // cut while waiting: the connection breaks
 		}
 	}
 	w.Header().Set(ReplicaHeader, strconv.Itoa(slot)) // which replica answered, for the history
-	be.proxy.ServeHTTP(&binder{ResponseWriter: w, b: b, slot: slot}, r)
+	proxy.ServeHTTP(&binder{ResponseWriter: w, b: b, slot: slot}, r)
 }
 
 // binder tells the policy which replica minted a session.

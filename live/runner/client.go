@@ -236,10 +236,22 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		rec.Cursor = int32(a.Cursor)
 		req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
 	}
+	if a.Reconnect && c.d.reconnSem != nil {
+		// The client-side cap on concurrent reconnects, as in the
+		// simulator: wait for a slot, held until the answer arrives.
+		select {
+		case c.d.reconnSem <- struct{}{}:
+		case <-ctx.Done():
+			return clients.Input{}, false
+		}
+	}
 	rec.BytesOut = int64(len(body))
 	rec.Sent = c.now()
 	resp, err := c.d.http.Do(req)
 	rec.Answered = c.now()
+	if a.Reconnect && c.d.reconnSem != nil {
+		<-c.d.reconnSem
+	}
 	if err != nil {
 		rec.Closed, rec.Err = rec.Answered, err.Error()
 		if ctx.Err() != nil {
@@ -282,13 +294,27 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		in.Session = c.session != ""
 		rec.SessionID = c.session
 	}
-	idx := c.record(rec)
 	if a.Req == clients.ReqCall && resp.StatusCode == http.StatusOK {
-		// A plain JSON answer: the whole result at once.
-		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: c.e, T: rec.Closed, Req: int32(idx)})
-		c.brain.Step(in)
-		return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+		// A plain JSON answer: the whole result at once, or an error.
+		p := parseData(string(b), c.e)
+		switch {
+		case p.result:
+			idx := c.record(rec)
+			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: c.e, T: rec.Closed, Req: int32(idx)})
+			c.brain.Step(in)
+			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+		case p.rpcErr:
+			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
+			idx := c.record(rec)
+			c.brain.Step(in)
+			c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: check.DropError})
+			return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
+		}
+		rec.Err = "200 without a stream or a JSON-RPC answer"
+		c.record(rec)
+		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
 	}
+	c.record(rec)
 	return in, true
 }
 

@@ -81,6 +81,7 @@ type designRun struct {
 	http       *http.Client
 	intervalMS int
 	noResume   bool
+	reconnSem  chan struct{} // client.max_concurrent_reconnects, shared by the design's clients; nil for none
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -181,6 +182,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	dr := &designRun{
 		sc: sc, d: d, endpoint: t.Endpoint(), http: &http.Client{Transport: tr},
 		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026,
+	}
+	if n := d.Client.MaxConcurrentReconnects; n > 0 {
+		dr.reconnSem = make(chan struct{}, n)
 	}
 	arrivals := workload.Arrivals(sc)
 	cl := make([]*vclient, len(arrivals))

@@ -116,6 +116,11 @@ func (r *Redis) Append(ctx context.Context, session, stream string, ev Event) er
 			go r.writer()
 		}
 	})
+	select {
+	case <-r.done:
+		return ErrClosed
+	default:
+	}
 	op := opPool.Get().(*appendOp)
 	op.session, op.stream, op.ev = session, stream, ev
 	select {
@@ -150,7 +155,14 @@ func (r *Redis) writer() {
 		case op := <-r.appends:
 			batch = append(batch, op)
 		case <-r.done:
-			return
+			for { // answer what is still queued, then stop
+				select {
+				case op := <-r.appends:
+					op.err <- ErrClosed
+				default:
+					return
+				}
+			}
 		}
 	fill:
 		for len(batch) < appendBatch {

@@ -246,3 +246,23 @@ func TestGapIsPurged(t *testing.T) {
 		t.Errorf("replay after the gap: %v %v", evs, err)
 	}
 }
+
+// After Close an append fails with ErrClosed instead of waiting forever.
+func TestRedisAppendAfterClose(t *testing.T) {
+	_, rdb := startRedis(t)
+	r := NewRedis(rdb, nil)
+	if err := r.Append(context.Background(), "s", "x", Event{Index: 0}); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	done := make(chan error, 1)
+	go func() { done <- r.Append(context.Background(), "s", "x", Event{Index: 1}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("append after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("append after Close hangs")
+	}
+}
