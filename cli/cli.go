@@ -13,7 +13,11 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 )
 
 // Exit codes. The README lists them.
@@ -171,4 +175,30 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// newProgress draws a progress bar over total work on stderr when it is a
+// terminal and the command is not quiet. add, safe for concurrent use,
+// counts work done (nil when no bar is drawn: the engines take nil as "no
+// progress"); done clears the bar and may be called more than once.
+func newProgress(env *Env, quiet bool, total time.Duration, desc string) (add func(time.Duration), done func()) {
+	if quiet || !env.Interactive {
+		return nil, func() {}
+	}
+	bar := progressbar.NewOptions64(int64(total/time.Millisecond),
+		progressbar.OptionSetWriter(env.Stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+	var mu sync.Mutex
+	var once sync.Once
+	return func(d time.Duration) {
+			mu.Lock()
+			bar.Add64(int64(d / time.Millisecond))
+			mu.Unlock()
+		}, func() {
+			once.Do(func() { bar.Finish() })
+		}
 }

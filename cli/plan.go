@@ -8,11 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/stormsim/stormsim/plan"
 	"github.com/stormsim/stormsim/plots"
@@ -177,27 +174,11 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	sc := g.Scenario()
 
-	var bar *progressbar.ProgressBar
-	var progress func(time.Duration)
-	if !f.quiet && env.Interactive {
-		bar = progressbar.NewOptions64(int64(g.Work()/time.Millisecond),
-			progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionSetDescription(fmt.Sprintf("plan %s: %d points × %d designs", sc.Name, len(g.Points), len(g.Designs))),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
-		var mu sync.Mutex
-		progress = func(d time.Duration) {
-			mu.Lock()
-			bar.Add64(int64(d / time.Millisecond))
-			mu.Unlock()
-		}
-	}
+	progress, doneProgress := newProgress(env, f.quiet, g.Work(),
+		fmt.Sprintf("plan %s: %d points × %d designs", sc.Name, len(g.Points), len(g.Designs)))
+	defer doneProgress()
 	res, err := plan.Run(ctx, g, &plan.Options{Jobs: f.jobs, Progress: progress})
-	if bar != nil {
-		bar.Finish()
-	}
+	doneProgress()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

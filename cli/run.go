@@ -8,10 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/expect"
@@ -113,35 +110,17 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	var bar *progressbar.ProgressBar
-	var progress func(time.Duration)
-	if !f.quiet && env.Interactive {
-		n := len(sc.Designs)
-		if designs != nil {
-			n = len(designs)
-		}
-		total := int64(sim.Horizon(sc)/time.Millisecond) * int64(n)
-		bar = progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionSetDescription(fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n)),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
-		var mu sync.Mutex
-		progress = func(d time.Duration) {
-			mu.Lock()
-			bar.Add64(int64(d / time.Millisecond))
-			mu.Unlock()
-		}
-	}
 	engines := []string{f.engine}
 	if f.engine == "both" {
 		engines = []string{"sim", "live"}
-		if bar != nil {
-			bar.ChangeMax64(bar.GetMax64() * 2)
-		}
 	}
+	n := len(sc.Designs)
+	if designs != nil {
+		n = len(designs)
+	}
+	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc)*time.Duration(n*len(engines)),
+		fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n))
+	defer doneProgress()
 	runs := map[string]*report.Report{}
 	files := map[string][]byte{}
 	for _, engine := range engines {
@@ -151,9 +130,6 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		rep, extra, err := runEngine(ctx, engine, esc, &f, designs, sets, progress)
 		if err != nil {
-			if bar != nil {
-				bar.Finish()
-			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -187,9 +163,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		runs[engine] = rep
 	}
-	if bar != nil {
-		bar.Finish()
-	}
+	doneProgress()
 	var agreement *agree.Agreement
 	if len(engines) > 1 {
 		agreement = agree.Compare(runs["sim"], runs["live"], agree.TolerancesOf(sc))

@@ -256,17 +256,11 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			continue
 		}
 		seen[k] = true
-		if int(r.Attempt) < len(cs.attempts) && cs.attempts[r.Attempt] != nil {
-			cs.attempts[r.Attempt].recv[r.Index] = true
-		} else {
-			cs.attempt(r.Attempt).recv[r.Index] = true
-		}
+		a := cs.attempt(r.Attempt)
+		a.recv[r.Index] = true
 		req := &h.Requests[r.Req]
 		if req.Kind == clients.ReqResume {
-			pt, known := int64(0), false
-			if a := cs.attempts[r.Attempt]; a != nil {
-				pt, known = a.prod[r.Index]
-			}
+			pt, known := a.prod[r.Index]
 			if !known || pt <= req.Answered {
 				t.EventsReplayed++
 			}
@@ -347,7 +341,7 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 		t.EventsRedone += int64(min(a.maxIdx, earlier))
 		// What a pending call's attempt produced while its client was still
 		// connected at the end of the run is not waste: it was on its way.
-		if h.NoStore && !(c.End < 0 && openAtEnd(h, openEnd, c, int32(i))) {
+		if h.NoStore && !(c.End < 0 && openEnd[[3]int32{c.Client, c.Seq, int32(i)}]) {
 			for idx := range a.prod {
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
@@ -357,13 +351,8 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 	}
 }
 
-// openAtEnd reports whether a stream of attempt a of call c was still open
-// when the run ended (the runner closes open streams at the horizon).
-func openAtEnd(h *History, openEnd map[[3]int32]bool, c *Call, a int32) bool {
-	return openEnd[[3]int32{c.Client, c.Seq, a}]
-}
-
-// openStreams lists the attempts with a stream still open at the horizon.
+// openStreams lists the attempts with a stream still open when the run
+// ended (the runner closes open streams at the horizon).
 func openStreams(h *History) map[[3]int32]bool {
 	out := map[[3]int32]bool{}
 	for i := range h.Requests {

@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -19,22 +19,7 @@ import (
 var bin string
 
 // TestMain builds the stormsim binary the replicas run.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "stormsim-runner-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "stormsim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/stormsim")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, "../..", &bin) }
 
 // small is live-smoke cut down for in-process runs under the race detector.
 var small = []string{"workload.clients=30", "drain=3s", "workload.drop_every=20s"}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -26,22 +25,7 @@ import (
 var bin string
 
 // TestMain builds the stormsim binary the replicas run.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "stormsim-topo-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "stormsim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/stormsim")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, "../..", &bin) }
 
 func start(t *testing.T, scName, design string) *Topology {
 	t.Helper()
