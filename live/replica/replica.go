@@ -364,17 +364,20 @@ func (s *Server) lease() time.Duration {
 	return 5 * time.Second
 }
 
-// emit stores, logs and publishes one event. A failed append leaves a gap in
-// the store; the event still goes out live.
+// emit logs, stores and publishes one event. The log line goes first, so an
+// event a SIGKILL catches between the two is produced and unstored, never
+// stored and unproduced: another replica may replay whatever the store
+// holds. A failed append leaves a gap in the store; the event still goes out
+// live.
 func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
-	if s.hasStore() {
-		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
-	}
 	if s.cfg.Log != nil {
 		line := logEvent(c, ev.Index, time.Now().UnixNano())
 		s.logMu.Lock()
 		s.cfg.Log.Write(line)
 		s.logMu.Unlock()
+	}
+	if s.hasStore() {
+		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
 	}
 	c.mu.Lock()
 	c.events = append(c.events, ev)
