@@ -75,6 +75,9 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if d.Server == topology.ServerGoSDK {
+		return serveSDK(ctx, env, d, addr, redisAddr, logPath)
+	}
 	cfg := replica.Config{
 		Slot: slot, Slots: slots, HashMint: d.LB == "hash",
 		Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, Era: d.Era,

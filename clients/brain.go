@@ -394,6 +394,8 @@ func (b *Brain) streamEnd(in Input) Action {
 		return b.later(ReqResume, delay())
 	}
 	switch b.cfg.NoID {
+	case NoIDFail:
+		return b.fail(CauseAbandoned)
 	case NoIDReissue:
 		return b.later(ReqCall, delay())
 	case NoIDStandalone:

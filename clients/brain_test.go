@@ -80,17 +80,24 @@ func TestOn404(t *testing.T) {
 	}
 }
 
-// A drop before any event id: go-sdk waits for its timeout, compliant opens
-// the standalone GET, and with no session re-issues.
+// A drop before any event id: go-sdk fails the call at once (as the real
+// SDK does: "request terminated without response"), ts-sdk waits for its
+// timeout, compliant opens the standalone GET, and with no session
+// re-issues.
 func TestDropWithoutID(t *testing.T) {
 	t.Parallel()
-	b := brain(t, "go-sdk")
+	g := brain(t, "go-sdk")
+	open(t, g)
+	if a := g.Step(Input{Kind: InStreamEnd, Cursor: -1}); a.Kind != ActEndCall || a.Outcome != Failed || a.Cause != CauseAbandoned {
+		t.Errorf("go-sdk: %+v, want the call failed", a)
+	}
+	b := brain(t, "ts-sdk")
 	open(t, b)
 	if a := b.Step(Input{Kind: InStreamEnd, Cursor: -1}); a.Kind != ActAwait {
-		t.Errorf("go-sdk: %+v, want to wait for the timeout", a)
+		t.Errorf("ts-sdk: %+v, want to wait for the timeout", a)
 	}
 	if a := b.Step(Input{Kind: InCallTimeout}); a.Kind != ActEndCall || a.Outcome != Failed || a.Cause != CauseAbandoned {
-		t.Errorf("go-sdk timeout: %+v", a)
+		t.Errorf("ts-sdk timeout: %+v", a)
 	}
 	c := brain(t, "compliant")
 	open(t, c)

@@ -27,6 +27,7 @@ const (
 	NoIDReissue    = "reissue"    // re-issue the call
 	NoIDWait       = "wait"       // nothing can be resumed; wait for the call timeout
 	NoIDStandalone = "standalone" // open the standalone GET (no Last-Event-ID) if there is a session, else re-issue
+	NoIDFail       = "fail"       // the call fails at once (go-sdk v1.8: "request terminated without response")
 )
 
 // Which failures a client retries with backoff.
@@ -39,7 +40,7 @@ const (
 var (
 	On404s   = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
 	OnErrors = []string{OnErrorReissue, OnErrorFail}
-	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone}
+	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone, NoIDFail}
 	RetryOns = []string{RetryOnNetwork, RetryOnAny}
 	profiles = map[string]Config{}
 )
@@ -65,17 +66,34 @@ type Config struct {
 	// across every virtual client of a design, as a gateway hosting them
 	// all would. 0 = no cap.
 	MaxConcurrentReconnects int `toml:"max_concurrent_reconnects" json:"max_concurrent_reconnects"`
+	// Impl is the live engine's client implementation: "" (or "native")
+	// for stormsim's own SSE clients driven by the brain, or "go-sdk" for
+	// the official MCP Go SDK's client, which makes its own decisions. The
+	// simulator always runs the brain with the profile's settings.
+	Impl string `toml:"impl" json:"impl,omitempty"`
+	// ImplShare is the fraction of the live clients that use Impl; 0 means
+	// all of them.
+	ImplShare float64 `toml:"impl_share" json:"impl_share,omitempty"`
 }
+
+// Client implementations of the live engine.
+const (
+	ImplNative = "native"
+	ImplGoSDK  = "go-sdk"
+)
+
+// Impls lists the client implementations.
+var Impls = []string{ImplNative, ImplGoSDK}
 
 func init() {
 	goSDK := Config{
 		Profile: "go-sdk", Strategy: StrategyExponential, Jitter: JitterAdditive,
 		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
 		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
-		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDWait, CallTimeout: 300 * time.Second,
+		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDFail, CallTimeout: 300 * time.Second,
 	}
 	ts := goSDK
-	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404 = "ts-sdk", JitterNone, 2, false, On404Stale
+	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404, ts.NoID = "ts-sdk", JitterNone, 2, false, On404Stale, NoIDWait
 	py := ts
 	py.Profile, py.Strategy, py.Factor, py.Cap = "python-sdk", StrategyConstant, 1, 0
 	compliant := goSDK
@@ -127,6 +145,12 @@ func (c *Config) Validate() []error {
 	oneOf("on_404", c.On404, On404s)
 	oneOf("on_error", c.OnError, OnErrors)
 	oneOf("no_id", c.NoID, NoIDs)
+	if c.Impl != "" {
+		oneOf("impl", c.Impl, Impls)
+	}
+	if c.ImplShare < 0 || c.ImplShare > 1 {
+		bad("impl_share", "%v is not within 0..1", c.ImplShare)
+	}
 	if c.Base < 0 {
 		bad("base", "%v is negative", c.Base)
 	}

@@ -48,6 +48,10 @@ type Design struct {
 	LB       string `json:"lb"`
 	Profile  string `json:"profile"`
 	Era      string `json:"era"`
+	// Server is the replica flavour when it is not stormsim's reference
+	// replica ("go-sdk"); Notes say what that changes.
+	Server string   `json:"server,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 
 	Totals              Totals          `json:"totals"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
@@ -155,4 +159,17 @@ func (r *Report) Design(name string) *Design {
 		}
 	}
 	return nil
+}
+
+// ServerNotes gives a design's Server and Notes for the replica flavour
+// server, in a report of engine.
+func ServerNotes(server, engine string) (string, []string) {
+	if server != "go-sdk" {
+		return "", nil
+	}
+	notes := []string{"go-sdk server: local sessions only (the SDK cannot share sessions between replicas)"}
+	if engine == "sim" {
+		notes = append(notes, "the simulator models the go-sdk server as the reference replica of the same design")
+	}
+	return server, notes
 }

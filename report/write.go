@@ -155,6 +155,16 @@ func (r *Report) Markdown() []byte {
 	for _, row := range rows {
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
+	notes := false
+	for _, d := range r.Designs {
+		for _, n := range d.Notes {
+			if !notes {
+				b.WriteString("\n## Notes\n\n")
+				notes = true
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", d.Name, n)
+		}
+	}
 	if len(r.Faults) > 0 {
 		b.WriteString("\n## Time to recover (s)\n\n| design |")
 		for i := range r.Faults {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -32,6 +33,9 @@ type top struct {
 	Era         string        `toml:"era"`
 	RTT         time.Duration `toml:"rtt"`
 	Designs     []string      `toml:"designs"`
+	// StoreModel names a store-model file (stormsim calibrate writes
+	// them); see loader.storeModel.
+	StoreModel string `toml:"store_model"`
 }
 
 // subs holds the sub-tables of a layer, decoded later, one at a time.
@@ -56,6 +60,8 @@ type designTop struct {
 	Events      string `toml:"events"`
 	LB          string `toml:"lb"`
 	Era         string `toml:"era"`
+	StoreModel  string `toml:"store_model"`
+	Server      string `toml:"server"`
 }
 
 type designSubs struct {
@@ -129,6 +135,8 @@ type loader struct {
 	setMD *toml.MetaData
 	raw   rawFile
 	errs  []error
+	// models caches the store-model files read, by path.
+	models map[string]*storeModel
 }
 
 func (ld *loader) errorf(where, format string, args ...any) {
@@ -623,7 +631,8 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 		ld.decode(dl, p, &ds)
 		all = append(all, dl)
 	}
-	d := Design{Name: name, Description: dt.Description, Mode: dt.Mode, Sessions: dt.Sessions, Events: dt.Events, LB: dt.LB, Era: dt.Era}
+	d := Design{Name: name, Description: dt.Description, Mode: dt.Mode, Sessions: dt.Sessions, Events: dt.Events, LB: dt.LB, Era: dt.Era, Server: dt.Server}
+
 	if d.LB == "" || d.LB == "scenario" {
 		d.LB = t.LB
 	}
@@ -666,6 +675,7 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	d.Store = topology.DefaultStore
 	d.Replica = topology.DefaultReplica
 	for i, l := range layers {
+		ld.storeModel(l, &d.Store)
 		if l.defined("store") {
 			ld.decode(l, sub[i].Store, &d.Store)
 		}
@@ -674,6 +684,7 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 		}
 	}
 	if dl != nil {
+		ld.storeModel(dl, &d.Store)
 		if dl.defined("store") {
 			ld.decode(dl, ds.Store, &d.Store)
 		}
@@ -709,6 +720,15 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	}
 	if d.Mode == topology.ModeStateful && d.Sessions == topology.SessionsNone {
 		ld.errorf(where+".sessions", "a stateful design needs sessions = \"local\" or \"shared\"")
+	}
+	if d.Server != "" {
+		oneOf("server", d.Server, topology.Servers)
+	}
+	if d.Server == topology.ServerReference {
+		d.Server = "" // the default: left out of the resolved scenario, so its hash stays
+	}
+	if d.Server == topology.ServerGoSDK && d.Sessions == topology.SessionsShared {
+		ld.errorf(where+".server", "the go-sdk server cannot share sessions between replicas: use sessions = \"local\" or server = %q", topology.ServerReference)
 	}
 	return d, true
 }
@@ -878,4 +898,129 @@ func tomlKeys(t reflect.Type) []string {
 		}
 	}
 	return k
+}
+
+// storeModel is a store-model file: a [store] table of StoreConfig keys
+// (stormsim calibrate writes one from a real Redis) and a [source] table
+// the loader does not read.
+type storeModel struct {
+	md    toml.MetaData
+	store toml.Primitive
+	errs  []string // every problem, each naming the file
+}
+
+// maxStoreModel bounds what is read for a store model.
+const maxStoreModel = 1 << 20
+
+// storeModel applies the store-model file that layer l names in
+// store_model, if it names one, to s. Its [store] keys are a layer just
+// under l's own [store] table, which the caller decodes next, so the
+// block's explicit keys win. A relative path is relative to the scenarios
+// file's folder.
+func (ld *loader) storeModel(l *layer, s *topology.StoreConfig) {
+	if !l.defined("store_model") || l.md.Type(append(slices.Clone(l.path), "store_model")...) != "String" {
+		return // a value of another type is reported by the block's decoding
+	}
+	var k struct {
+		StoreModel string `toml:"store_model"`
+	}
+	ld.decode(l, l.prim, &k)
+	where := l.where + ".store_model"
+	if l.where == "--set" {
+		where = "--set store_model"
+	}
+	if k.StoreModel == "" {
+		ld.errorf(where, "want the path of a store-model file, such as \"calibrated/redis.toml\" (stormsim calibrate writes one)")
+		return
+	}
+	path := k.StoreModel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(ld.file), path)
+	}
+	m, ok := ld.models[path]
+	if !ok {
+		m = readStoreModel(path, k.StoreModel)
+		if ld.models == nil {
+			ld.models = map[string]*storeModel{}
+		}
+		ld.models[path] = m
+	}
+	for _, e := range m.errs {
+		ld.errorf(where, "%s", e)
+	}
+	if len(m.errs) == 0 {
+		m.md.PrimitiveDecode(m.store, s) // checked by readStoreModel
+	}
+}
+
+// readStoreModel reads and checks the store model at path, named name in
+// messages.
+func readStoreModel(path, name string) *storeModel {
+	m := &storeModel{}
+	bad := func(format string, args ...any) *storeModel {
+		m.errs = append(m.errs, name+": "+fmt.Sprintf(format, args...))
+		return m
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return bad("no such file (looked for %s)", path)
+	case err != nil:
+		return bad("%v", err)
+	case !st.Mode().IsRegular():
+		return bad("not a regular file")
+	case st.Size() > maxStoreModel:
+		return bad("%d bytes is too large for a store model (at most %d)", st.Size(), maxStoreModel)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return bad("%v", err)
+	}
+	var raw struct {
+		Store toml.Primitive `toml:"store"`
+	}
+	if m.md, err = toml.Decode(string(data), &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) && pe.Position.Line > 0 {
+			return bad("line %d: %s", pe.Position.Line, pe.Message)
+		}
+		return bad("%s", strings.TrimPrefix(err.Error(), "toml: "))
+	}
+	m.store = raw.Store
+	if t := m.md.Type("store"); t != "Hash" {
+		if t == "" {
+			return bad("no [store] table")
+		}
+		return bad("store: want a table ([store]), got %s", strings.ToLower(t))
+	}
+	valid := tomlKeys(reflect.TypeOf(topology.StoreConfig{}))
+	for _, key := range m.md.Keys() {
+		switch {
+		case key[0] != "store" && key[0] != "source":
+			bad("%s: unknown key (valid: store, source)", key[0])
+		case key[0] == "store" && len(key) >= 2 && !slices.Contains(valid, key[1]):
+			bad("store.%s: unknown key (valid: %s)", key[1], strings.Join(valid, ", "))
+		case key[0] == "store" && len(key) == 2 && durationKeys[key[1]] && m.md.Type(key...) != "String":
+			bad("store.%s: want a duration string such as \"300µs\", not a bare %s", key[1], strings.ToLower(m.md.Type(key...)))
+		}
+	}
+	if len(m.errs) > 0 {
+		return m
+	}
+	check := topology.DefaultStore
+	if err := m.md.PrimitiveDecode(m.store, &check); err != nil {
+		if sm := tomlErrRE.FindStringSubmatch(err.Error()); sm != nil {
+			if sm[1] != "" {
+				return bad("line %s: %s: %s", sm[1], sm[2], sm[3])
+			}
+			return bad("%s: %s", sm[2], sm[3])
+		}
+		return bad("%s", strings.TrimPrefix(err.Error(), "toml: "))
+	}
+	for _, e := range check.Validate() {
+		if k, msg, _ := strings.Cut(e.Error(), ": "); m.md.IsDefined("store", k) {
+			bad("store.%s: %s", k, msg)
+		}
+	}
+	return m
 }

@@ -86,16 +86,20 @@ func (s *Scenario) Select(names []string) ([]*Design, error) {
 // Design is one row of the comparison: a server design with the client,
 // store and replica settings it runs with.
 type Design struct {
-	Name        string                 `json:"name"`
-	Description string                 `json:"description"`
-	Mode        string                 `json:"mode"`
-	Sessions    string                 `json:"sessions"`
-	Events      string                 `json:"events"`
-	LB          string                 `json:"lb"` // the policy actually used
-	Era         string                 `json:"era"`
-	Client      clients.Config         `json:"client"`
-	Store       topology.StoreConfig   `json:"store"`
-	Replica     topology.ReplicaConfig `json:"replica"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Mode        string `json:"mode"`
+	Sessions    string `json:"sessions"`
+	Events      string `json:"events"`
+	LB          string `json:"lb"` // the policy actually used
+	Era         string `json:"era"`
+	// Server is the replica flavour the live engine runs: "" for stormsim's
+	// reference replica, or "go-sdk" for the official go-sdk's handler. The
+	// simulator models both alike.
+	Server  string                 `json:"server,omitempty"`
+	Client  clients.Config         `json:"client"`
+	Store   topology.StoreConfig   `json:"store"`
+	Replica topology.ReplicaConfig `json:"replica"`
 }
 
 // Workload is what the virtual clients do.

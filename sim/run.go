@@ -130,6 +130,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 			ReplayLatencyMS:   report.Summarise(e.replay),
 			RecoveryLatencyMS: report.Summarise(e.recov),
 		}
+		rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
 		rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, r.Faults)
 		r.Designs = append(r.Designs, rd)
 		a := e.audit

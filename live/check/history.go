@@ -27,6 +27,7 @@ type Call struct {
 	End         int64 // when the call ended; -1 while pending
 	Outcome     clients.Outcome
 	Cause       clients.Cause
+	Err         string `json:",omitempty"` // a go-sdk client's error for a failed call
 }
 
 // Request is one HTTP exchange. Times are ns since the start of the run.

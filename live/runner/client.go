@@ -64,6 +64,10 @@ func newClient(d *designRun, id int32) *vclient {
 
 func (c *vclient) now() int64 { return c.d.now() }
 
+func (c *vclient) history() *check.History { return &c.hist }
+
+func (c *vclient) ident() int32 { return c.id }
+
 // run is the client's life: arrive, call until the scenario ends, finish.
 func (c *vclient) run(ctx context.Context, arrival int64) {
 	if _, ok := c.wait(ctx, arrival); !ok {

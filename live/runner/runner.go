@@ -32,6 +32,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/topo"
@@ -71,6 +72,23 @@ type Output struct {
 	// Results counts the vegeta Results written per design.
 	Results map[string]int
 }
+
+// liveClient is a virtual client: a native one (vclient) or one of the
+// go-sdk's (sdkClient).
+type liveClient interface {
+	// run lives the client's life from its arrival until the run ends.
+	run(ctx context.Context, arrival int64)
+	// cut drops the client's open stream, if it has one of generation gen
+	// (0: any); away keeps it off the network that long (cutFault).
+	cut(why int, away time.Duration, gen uint64) bool
+	// history is what the client recorded, read once the run is over.
+	history() *check.History
+	ident() int32
+}
+
+// implPick is the workload.Pick stream that chooses which clients use the
+// design's client.impl (fault streams are numbered from 0).
+const implPick = 1 << 40
 
 // designRun is the shared state of one design's run.
 type designRun struct {
@@ -187,9 +205,17 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		dr.reconnSem = make(chan struct{}, n)
 	}
 	arrivals := workload.Arrivals(sc)
-	cl := make([]*vclient, len(arrivals))
+	cl := make([]liveClient, len(arrivals))
+	share := d.Client.ImplShare
+	if share == 0 {
+		share = 1
+	}
 	for i := range cl {
-		cl[i] = newClient(dr, int32(i))
+		if d.Client.Impl == clients.ImplGoSDK && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
+			cl[i] = newSDKClient(dr, int32(i), tr)
+		} else {
+			cl[i] = newClient(dr, int32(i))
+		}
 	}
 	horizon := sc.Duration + sc.Drain
 	dr.t0 = time.Now()
@@ -228,7 +254,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 			if s.Kind == faults.StepClientDrop {
 				n := 0
 				for _, c := range cl {
-					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.id)) < s.Fraction && c.cut(cutFault, s.Away, 0) {
+					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.ident())) < s.Fraction && c.cut(cutFault, s.Away, 0) {
 						n++
 					}
 				}
@@ -299,14 +325,15 @@ loop:
 		HaveProduction: true,
 	}
 	for _, c := range cl {
+		ch := c.history()
 		off := int32(len(h.Requests))
-		h.Calls = append(h.Calls, c.hist.Calls...)
-		h.Requests = append(h.Requests, c.hist.Requests...)
-		for _, r := range c.hist.Receipts {
+		h.Calls = append(h.Calls, ch.Calls...)
+		h.Requests = append(h.Requests, ch.Requests...)
+		for _, r := range ch.Receipts {
 			r.Req += off
 			h.Receipts = append(h.Receipts, r)
 		}
-		for _, x := range c.hist.Drops {
+		for _, x := range ch.Drops {
 			x.Req += off
 			h.Drops = append(h.Drops, x)
 		}
@@ -332,6 +359,7 @@ loop:
 		RecoveryLatencyMS: report.Summarise(j.Recovery),
 		HTTP:              &m,
 	}
+	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	return row, h, res, nil
 }
 

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stormsim/stormsim/live/sdkreplica"
+	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// serveSDK runs a replica of the go-sdk flavour: the SDK's
+// StreamableHTTPHandler with the SDK's MemoryEventStore (capped at the
+// design's memory_cap_bytes), or stormsim's Redis store behind the SDK's
+// EventStore interface. SIGTERM shuts the HTTP server down the way a Go
+// service does: no new connections, running streams get up to the drain
+// limit, then the rest are closed.
+func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr, logPath string) error {
+	cfg := sdkreplica.Config{Stateless: d.Mode == topology.ModeStateless}
+	switch d.Events {
+	case topology.EventsMemory:
+		es := mcp.NewMemoryEventStore(nil)
+		if d.Store.MemoryCapBytes > 0 {
+			es.SetMaxBytes(int(d.Store.MemoryCapBytes))
+		}
+		cfg.Events = es
+	case topology.EventsRedis:
+		if redisAddr == "" {
+			return usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
+		}
+		ropts, err := redisOptions(redisAddr)
+		if err != nil {
+			return usageError{err}
+		}
+		ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
+		rdb := redis.NewClient(ropts)
+		defer rdb.Close()
+		rs := store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
+		defer rs.Close()
+		cfg.Events = sdkreplica.NewEventStore(rs)
+	}
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.Log = f
+	}
+	srv := sdkreplica.New(cfg)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) //nolint:errcheck // ends with Shutdown or Close below
+	fmt.Fprintf(env.Stdout, "listening on http://%s/mcp\n", ln.Addr())
+	if f, ok := env.Stdout.(*os.File); ok {
+		f.Sync()
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	limit := 100 * time.Millisecond
+	select {
+	case <-term:
+		limit = d.Replica.DrainLimit
+	case <-ctx.Done():
+		select {
+		case <-term:
+			limit = d.Replica.DrainLimit
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), max(limit, 100*time.Millisecond))
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	hs.Close()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/check"
+)
+
+// TestGoSDKFlavours runs live-smoke with the official go-sdk on either side:
+//   - sdk-memory-sticky: the SDK's StreamableHTTPHandler and
+//     MemoryEventStore as the replicas, native clients;
+//   - memory-sticky: the reference replica, the same clients;
+//   - memory-sticky-sdk-clients: the reference replica, every client the
+//     SDK's StreamableClientTransport.
+//
+// The go-sdk server 404s every session of the hard-killed replica, as the
+// reference memory design does. The go-sdk clients resume their own drops
+// with Last-Event-ID and lose nothing, and after the hard restart they fail
+// with the SDK's session-missing error, counted as failed calls.
+func TestGoSDKFlavours(t *testing.T) {
+	sets := []string{`designs=["sdk-memory-sticky","memory-sticky","memory-sticky-sdk-clients"]`}
+	sc := load(t, "live-smoke", sets)
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 3, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := faults.Timeline(sc.Faults, sc.FaultContext())
+	kill := func(h *check.History) (int, int64) {
+		for _, a := range h.Faults {
+			if s := steps[a.Step]; s.Kind == faults.StepStop && !s.Graceful {
+				return a.Replica, a.At
+			}
+		}
+		t.Fatal("no hard restart in the applied faults")
+		return 0, 0
+	}
+	rows := map[string]int{}
+	for i, d := range out.Report.Designs {
+		rows[d.Name] = i
+		tt := d.Totals
+		if tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
+			t.Errorf("%s: conservation: %+v", d.Name, tt)
+		}
+	}
+
+	t.Run("ServerHardRestart404", func(t *testing.T) {
+		for _, name := range []string{"sdk-memory-sticky", "memory-sticky"} {
+			h := out.Histories[name]
+			slot, at := kill(h)
+			n, bad := sessionsAfterKill(h, slot, at)
+			if n < 5 {
+				t.Errorf("%s: %d sessions of replica %d made a request after the kill, want at least 5", name, n, slot)
+			}
+			for _, q := range bad {
+				t.Errorf("%s: session of killed replica %d: next request %v got %d, want 404", name, slot, q.Kind, q.Status)
+			}
+		}
+		sdk, ref := out.Report.Designs[rows["sdk-memory-sticky"]], out.Report.Designs[rows["memory-sticky"]]
+		if d := math.Abs(sdk.Totals.Rate404 - ref.Totals.Rate404); d > 0.05 {
+			t.Errorf("rate_404: go-sdk server %.3f, reference %.3f", sdk.Totals.Rate404, ref.Totals.Rate404)
+		}
+		if sdk.Server != "go-sdk" || len(sdk.Notes) == 0 || ref.Server != "" {
+			t.Errorf("server flavour in the report: %q %v, reference %q", sdk.Server, sdk.Notes, ref.Server)
+		}
+	})
+
+	t.Run("ClientsResumeTheirDrops", func(t *testing.T) {
+		h := out.Histories["memory-sticky-sdk-clients"]
+		if n := memoryStickyDrops(t, h, steps); n < 10 {
+			t.Errorf("%d client-side drops checked, want at least 10", n)
+		}
+		resumed := 0
+		for _, q := range h.Requests {
+			if q.Kind == clients.ReqResume && q.Status == 200 {
+				resumed++
+			}
+		}
+		d := out.Report.Designs[rows["memory-sticky-sdk-clients"]]
+		if resumed == 0 || d.Totals.Resumes != int64(resumed) || d.Totals.EventsReplayed == 0 {
+			t.Errorf("%d resumes in the history, %d in the report, %d replayed", resumed, d.Totals.Resumes, d.Totals.EventsReplayed)
+		}
+	})
+
+	t.Run("ClientsFailOnSessionMissing", func(t *testing.T) {
+		h := out.Histories["memory-sticky-sdk-clients"]
+		slot, at := kill(h)
+		onSlot := map[string]bool{}
+		for _, p := range h.Produced {
+			if p.Replica == slot && p.T < at {
+				onSlot[p.Session] = true
+			}
+		}
+		// Each such session's first request after the kill: a 404 must fail
+		// its call with the SDK's session-missing error.
+		first := map[string]check.Request{}
+		for _, q := range h.Requests {
+			if !q.Session || !onSlot[q.SessionID] || q.Sent < at {
+				continue
+			}
+			if f, ok := first[q.SessionID]; !ok || q.Sent < f.Sent {
+				first[q.SessionID] = q
+			}
+		}
+		next := map[string]check.Call{}
+		for s, q := range first {
+			if q.Status != 404 || q.Seq < 0 {
+				continue
+			}
+			for _, c := range h.Calls {
+				if c.Client == q.Client && c.Seq == q.Seq {
+					next[s] = c
+				}
+			}
+		}
+		if len(next) < 5 {
+			t.Fatalf("%d sessions of replica %d got a 404 in a call after the kill, want at least 5", len(next), slot)
+		}
+		failed := int64(0)
+		for _, c := range h.Calls {
+			if c.Outcome == clients.Failed {
+				failed++
+			}
+		}
+		for s, c := range next {
+			if c.Outcome != clients.Failed || !strings.Contains(c.Err, mcp.ErrSessionMissing.Error()) {
+				t.Errorf("session %s: call %d/%d ended %v (%q), want failed with %q", s, c.Client, c.Seq, c.Outcome, c.Err, mcp.ErrSessionMissing)
+			}
+		}
+		if got := out.Report.Designs[rows["memory-sticky-sdk-clients"]].Totals.CallsFailed; got != failed || got < int64(len(next)) {
+			t.Errorf("report counts %d failed calls; the history has %d, of which %d after the kill", got, failed, len(next))
+		}
+	})
+}

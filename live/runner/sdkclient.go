@@ -1,0 +1,411 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/lb"
+	"github.com/stormsim/stormsim/workload"
+)
+
+// sdkClient is a virtual client of flavour client.impl = "go-sdk": the
+// official MCP Go SDK's client over its StreamableClientTransport, which
+// makes every protocol decision itself (initialize, resume with
+// Last-Event-ID, its own reconnect backoff, giving up). stormsim only
+// watches:
+//
+//   - an http.RoundTripper under the SDK records every request (kind,
+//     session, status, replica, when its body ended) and carries out the
+//     drops by cancelling the open stream's request;
+//   - the SDK's progress notifications and the call's result give the
+//     receipts, with the progress as the logical index.
+//
+// It draws its calls, think times and drop instants from the same streams
+// as a native client of the same id, so it makes the same calls. The SDK
+// ignores client.max_concurrent_reconnects and the design's backoff
+// settings: its own are what it is measured for.
+type sdkClient struct {
+	id    int32
+	d     *designRun
+	work  rand.PCG
+	drops rand.PCG
+	tr    http.RoundTripper
+
+	// Only the client's goroutine touches these.
+	client   *mcp.Client
+	session  *mcp.ClientSession
+	nextDrop int64
+
+	mu      sync.Mutex // guards the rest: the SDK's goroutines record too
+	hist    check.History
+	seq     int32 // the current call, -1 outside one
+	e       int32
+	reached int32 // highest logical index received in the current call
+	streams []int // the current call's stream requests (200, SSE), in order
+	cur     int   // the stream request now open, -1 for none
+	cancel  context.CancelFunc
+	gen     uint64
+	why     map[int]check.DropCause // streams ended by a drop of ours
+	// lastStream is each call's latest stream request, for the receipts.
+	lastStream map[int32]int
+	awayUntil  int64
+}
+
+func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
+	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
+	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
+	c.client = mcp.NewClient(&mcp.Implementation{Name: "stormsim-go-sdk-client", Version: "1"},
+		&mcp.ClientOptions{ProgressNotificationHandler: c.progress})
+	return c
+}
+
+func (c *sdkClient) now() int64 { return c.d.now() }
+
+func (c *sdkClient) history() *check.History { return &c.hist }
+
+func (c *sdkClient) ident() int32 { return c.id }
+
+// run is the client's life: arrive, call until the scenario ends, close.
+func (c *sdkClient) run(ctx context.Context, arrival int64) {
+	if !sleepUntil(ctx, c.d, arrival) {
+		return
+	}
+	if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
+		c.nextDrop = arrival + workload.Exp(&c.drops, mean)
+	}
+	w := &c.d.sc.Workload
+	defer func() {
+		if c.session != nil {
+			c.session.Close() //nolint:errcheck // the DELETE is recorded; its failure changes nothing
+		}
+	}()
+	for seq := int32(0); ctx.Err() == nil; seq++ {
+		if c.now() >= int64(c.d.sc.Duration) || (w.CallsPerClient > 0 && int(seq) >= w.CallsPerClient) {
+			return
+		}
+		n, think := workload.Draw(w, &c.work)
+		ok := c.call(ctx, seq, n)
+		if ctx.Err() != nil || !ok && !w.ContinueAfterFailure {
+			return
+		}
+		if !sleepUntil(ctx, c.d, c.now()+think) {
+			return
+		}
+	}
+}
+
+// call makes call seq of n events; false when it failed.
+func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
+	c.mu.Lock()
+	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
+	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: n, Start: c.now(), End: -1})
+	c.mu.Unlock()
+	outcome, cause := clients.Completed, clients.CauseNone
+	var err error
+	if c.session == nil {
+		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c},
+			// stormsim's calls need no server-initiated messages, and the
+			// model's clients open no standalone stream.
+			DisableStandaloneSSE: true}
+		c.session, err = c.client.Connect(ctx, tr, nil)
+	}
+	var res *mcp.CallToolResult
+	if err == nil {
+		tok := check.Token(c.id, seq, 0)
+		params := &mcp.CallToolParams{Name: "stream",
+			Arguments: map[string]any{"events": n, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
+		params.SetProgressToken(tok)
+		res, err = c.session.CallTool(ctx, params)
+	}
+	if ctx.Err() != nil {
+		c.finish(-1, 0, clients.CauseNone) // pending
+		return true
+	}
+	switch {
+	case err == nil && !res.IsError:
+	case err == nil:
+		outcome, cause = clients.Failed, clients.CauseError
+	default:
+		outcome, cause = clients.Failed, clients.CauseAbandoned
+		var rpc *jsonrpc.Error
+		if errors.As(err, &rpc) {
+			cause = clients.CauseError
+		}
+		if c.lastResumePurged() {
+			cause = clients.CausePurged
+		}
+	}
+	c.finish(c.now(), outcome, cause)
+	if err != nil {
+		c.mu.Lock()
+		c.hist.Calls[len(c.hist.Calls)-1].Err = err.Error()
+		c.mu.Unlock()
+	}
+	if outcome == clients.Failed {
+		// The SDK's session is broken (a 404 is mcp.ErrSessionMissing):
+		// the next call starts a new one, as the model's next call does.
+		if c.session != nil {
+			c.session.Close() //nolint:errcheck // as above
+		}
+		c.session = nil
+	}
+	return outcome == clients.Completed
+}
+
+// finish ends the current call: its result is a receipt on the stream open
+// now, and every other stream of the call ended before the result came, so
+// each is a drop.
+func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cause) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := -1
+	if len(c.streams) > 0 {
+		last = c.streams[len(c.streams)-1]
+	}
+	if outcome == clients.Completed && last >= 0 {
+		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Index: c.e, T: end, Req: int32(last)})
+	}
+	for _, ri := range c.streams {
+		r := &c.hist.Requests[ri]
+		if ri == last && (outcome == clients.Completed || r.Closed == 0) {
+			continue // carried the result, or still open at the end
+		}
+		cause, ok := c.why[ri]
+		if !ok {
+			cause = check.DropServer
+		}
+		t := r.Closed
+		if t == 0 {
+			t = c.now()
+		}
+		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: t, Req: int32(ri), Cause: cause})
+	}
+	slices.SortStableFunc(c.hist.Drops, func(a, b check.Drop) int { return int(a.T - b.T) })
+	call := &c.hist.Calls[len(c.hist.Calls)-1]
+	call.End, call.Outcome, call.Cause = end, outcome, cause
+	c.seq, c.streams, c.cur, c.cancel = -1, nil, -1, nil
+}
+
+// lastResumePurged reports whether the current call's last request was a
+// resume answered 400: the SDK's answer to a purged replay.
+func (c *sdkClient) lastResumePurged() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.hist.Requests) - 1; i >= 0; i-- {
+		r := &c.hist.Requests[i]
+		if r.Seq != c.seq {
+			return false
+		}
+		if r.Kind == clients.ReqResume {
+			return r.Status == http.StatusBadRequest
+		}
+	}
+	return false
+}
+
+// progress records a progress notification as the receipt of its index.
+func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok, _ := req.Params.ProgressToken.(string)
+	cl, seq, att, ok := check.ParseToken(tok)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The SDK hands notifications to this handler on its own goroutine, so
+	// a call's last notifications may come after CallTool returned its
+	// result: they are receipts of that call all the same.
+	last, known := c.lastStream[seq]
+	if !ok || cl != c.id || !known {
+		return
+	}
+	idx := int32(req.Params.Progress)
+	c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: seq, Attempt: att, Index: idx, T: c.now(), Req: int32(last)})
+	if seq == c.seq {
+		c.reached = max(c.reached, idx)
+	}
+}
+
+// cut drops the open stream, as a native client's cut does: the SDK sees
+// its connection fail and resumes on its own. away keeps the client's
+// requests from leaving for that long.
+func (c *sdkClient) cut(why int, away time.Duration, gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel == nil || (gen != 0 && gen != c.gen) {
+		return false
+	}
+	cause := check.DropRandom
+	if why == cutFault {
+		cause = check.DropFault
+		c.awayUntil = c.now() + int64(away)
+	}
+	c.why[c.cur] = cause
+	c.cancel()
+	c.cancel, c.cur = nil, -1
+	return true
+}
+
+// RoundTrip records one of the SDK's requests and watches its stream.
+func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	away := c.awayUntil - c.now()
+	c.mu.Unlock()
+	if away > 0 && !sleepUntil(req.Context(), c.d, c.now()+away) {
+		return nil, req.Context().Err()
+	}
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	kind := sdkKind(req, body)
+	c.mu.Lock()
+	rec := check.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
+		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}
+	rec.Session = rec.SessionID != ""
+	if kind == clients.ReqCall || kind == clients.ReqResume {
+		rec.Attempt = 0
+	}
+	if kind == clients.ReqResume {
+		rec.Reconnect, rec.Cursor = true, c.reached
+	}
+	rec.Sent = c.now()
+	ri := len(c.hist.Requests)
+	c.hist.Requests = append(c.hist.Requests, rec)
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(req.Context())
+	resp, err := c.tr.RoundTrip(req.WithContext(ctx))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := &c.hist.Requests[ri]
+	r.Answered = c.now()
+	if err != nil {
+		cancel()
+		r.Closed, r.Err = r.Answered, err.Error()
+		return nil, err
+	}
+	r.Status = resp.StatusCode
+	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
+		r.Replica = n
+	}
+	if kind == clients.ReqInitialize {
+		r.SessionID = resp.Header.Get("Mcp-Session-Id")
+	}
+	w := &watched{ReadCloser: resp.Body, c: c, ri: ri, cancel: cancel}
+	resp.Body = w
+	if resp.StatusCode == http.StatusOK && (kind == clients.ReqCall || kind == clients.ReqResume) && c.seq >= 0 {
+		c.streams = append(c.streams, ri)
+		c.lastStream[c.seq] = ri
+		c.cur, c.cancel = ri, cancel
+		c.gen++
+		if mean := int64(c.d.sc.Workload.DropEvery); mean > 0 {
+			now := c.now()
+			for c.nextDrop <= now {
+				c.nextDrop += workload.Exp(&c.drops, mean)
+			}
+			gen := c.gen
+			w.timer = time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0, gen) })
+		}
+	}
+	return resp, nil
+}
+
+// sdkKind names a request the SDK sends.
+func sdkKind(req *http.Request, body []byte) clients.Req {
+	switch req.Method {
+	case http.MethodGet:
+		if req.Header.Get("Last-Event-ID") != "" {
+			return clients.ReqResume
+		}
+		return clients.ReqStandalone
+	case http.MethodDelete:
+		return clients.ReqDelete
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	json.Unmarshal(body, &m) //nolint:errcheck // an unreadable body is a request of no kind
+	switch m.Method {
+	case "initialize":
+		return clients.ReqInitialize
+	case "notifications/initialized":
+		return clients.ReqInitialized
+	case "tools/call":
+		return clients.ReqCall
+	}
+	return clients.ReqNone
+}
+
+// watched is a response body that records when it ended and how many bytes
+// it carried.
+type watched struct {
+	io.ReadCloser
+	c      *sdkClient
+	ri     int
+	n      int64
+	cancel context.CancelFunc
+	timer  *time.Timer
+	once   sync.Once
+}
+
+func (w *watched) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	w.n += int64(n)
+	if err != nil {
+		w.end()
+	}
+	return n, err
+}
+
+func (w *watched) Close() error {
+	err := w.ReadCloser.Close()
+	w.end()
+	return err
+}
+
+func (w *watched) end() {
+	w.once.Do(func() {
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		c := w.c
+		c.mu.Lock()
+		r := &c.hist.Requests[w.ri]
+		r.Closed, r.BytesIn = c.now(), w.n
+		if c.cur == w.ri {
+			c.cur, c.cancel = -1, nil
+		}
+		c.mu.Unlock()
+		w.cancel()
+	})
+}
+
+// sleepUntil sleeps until t (ns since the run began); false if ctx ended.
+func sleepUntil(ctx context.Context, d *designRun, t int64) bool {
+	wait := time.Duration(t - d.now())
+	if wait <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(wait)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}

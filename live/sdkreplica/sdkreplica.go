@@ -1,0 +1,204 @@
+// Package sdkreplica is the go-sdk replica flavour: the same "stream" tool
+// as the reference replica, served by the official MCP Go SDK's
+// StreamableHTTPHandler with the SDK's own session handling and an
+// mcp.EventStore (the SDK's MemoryEventStore, or stormsim's Redis store
+// behind the SDK's interface).
+//
+// What this flavour shows is the SDK's behaviour, not stormsim's: its session
+// ids, its event ids, its 404 for a session it does not hold and its answer
+// to a purged replay. The SDK cannot share sessions between processes, so it
+// serves local sessions only.
+package sdkreplica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stormsim/stormsim/live/store"
+)
+
+// Config configures a go-sdk replica.
+type Config struct {
+	// Stateless serves without sessions: no Mcp-Session-Id, no GET, no
+	// resume.
+	Stateless bool
+	// Events stores the events for resumption; nil for none.
+	Events mcp.EventStore
+	// Log is the production log, in the reference replica's format: a start
+	// line per call and a line per event produced, each with the client's
+	// progress token. nil for none.
+	Log io.Writer
+}
+
+// Server is one go-sdk replica: an http.Handler for the MCP endpoint.
+type Server struct {
+	cfg     Config
+	handler *mcp.StreamableHTTPHandler
+	logMu   sync.Mutex
+	wg      sync.WaitGroup // running calls
+}
+
+// New returns a replica serving the "stream" tool.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "stormsim-go-sdk-replica", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{
+		Name:        "stream",
+		Description: "streams events progress notifications, interval_ms apart, each carrying bytes of padding, then a result",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"events":{"type":"integer"},"interval_ms":{"type":"integer"},"bytes":{"type":"integer"}},"required":["events"]}`),
+	}, s.stream)
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: cfg.Stateless, EventStore: cfg.Events})
+	return s
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Wait waits for the running calls to end, up to limit; false if some were
+// still running.
+func (s *Server) Wait(limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
+type streamArgs struct {
+	Events     int `json:"events"`
+	IntervalMS int `json:"interval_ms"`
+	Bytes      int `json:"bytes"`
+}
+
+// stream is the tool: events-1 progress notifications, then the result,
+// which is the call's last event. Each is logged before the SDK sends it.
+func (s *Server) stream(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.wg.Add(1)
+	defer s.wg.Done()
+	var a streamArgs
+	if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+		return nil, fmt.Errorf("bad arguments: %w", err)
+	}
+	if a.Events < 1 || a.Events > 1_000_000 || a.IntervalMS < 0 || a.Bytes < 0 || a.Bytes > 1<<20 {
+		return nil, errors.New("events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
+	}
+	token := req.Params.GetProgressToken()
+	tok := fmt.Sprint(token)
+	session := ""
+	if req.Session != nil {
+		session = req.Session.ID()
+	}
+	s.log(map[string]any{"session": session, "token": tok, "start": true, "t_ns": time.Now().UnixNano()})
+	pad := strings.Repeat("x", a.Bytes)
+	tick := time.NewTicker(time.Duration(max(a.IntervalMS, 1)) * time.Millisecond)
+	defer tick.Stop()
+	for i := 1; i <= a.Events; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		s.log(map[string]any{"index": i, "session": session, "token": tok, "t_ns": time.Now().UnixNano()})
+		if i == a.Events {
+			break
+		}
+		if token != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ //nolint:errcheck // a lost notification is what the checker finds
+				ProgressToken: token, Progress: float64(i), Total: float64(a.Events), Message: pad})
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "streamed " + strconv.Itoa(a.Events) + " events"}}}, nil
+}
+
+func (s *Server) log(rec map[string]any) {
+	if s.cfg.Log == nil {
+		return
+	}
+	line, _ := json.Marshal(rec)
+	s.logMu.Lock()
+	s.cfg.Log.Write(append(line, '\n')) //nolint:errcheck // a full disk loses log lines, not the run
+	s.logMu.Unlock()
+}
+
+// EventStore adapts a stormsim store (Redis, in practice) to the SDK's
+// mcp.EventStore: the SDK hands it data without an index, so it numbers
+// each stream's events itself, from 0, as the SDK does. The numbering lives
+// in this process, which is all a local session needs.
+type EventStore struct {
+	ev   store.Events
+	mu   sync.Mutex
+	next map[[2]string]int64
+}
+
+var _ mcp.EventStore = (*EventStore)(nil)
+
+// NewEventStore returns ev behind the SDK's interface.
+func NewEventStore(ev store.Events) *EventStore {
+	return &EventStore{ev: ev, next: map[[2]string]int64{}}
+}
+
+// Open starts numbering a stream.
+func (e *EventStore) Open(_ context.Context, session, stream string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.next[[2]string{session, stream}]; !ok {
+		e.next[[2]string{session, stream}] = 0
+	}
+	return nil
+}
+
+// Append stores data as the stream's next event.
+func (e *EventStore) Append(ctx context.Context, session, stream string, data []byte) error {
+	e.mu.Lock()
+	k := [2]string{session, stream}
+	i := e.next[k]
+	e.next[k] = i + 1
+	e.mu.Unlock()
+	return e.ev.Append(ctx, session, stream, store.Event{Index: i, Data: data})
+}
+
+// After yields the stream's events after index, or mcp.ErrEventsPurged.
+func (e *EventStore) After(ctx context.Context, session, stream string, index int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		evs, err := e.ev.After(ctx, session, stream, int64(index))
+		if errors.Is(err, store.ErrPurged) {
+			err = fmt.Errorf("%w: %w", mcp.ErrEventsPurged, err)
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, ev := range evs {
+			if !yield(ev.Data, nil) {
+				return
+			}
+		}
+	}
+}
+
+// SessionClosed forgets the session's streams.
+func (e *EventStore) SessionClosed(ctx context.Context, session string) error {
+	e.mu.Lock()
+	for k := range e.next {
+		if k[0] == session {
+			delete(e.next, k)
+		}
+	}
+	e.mu.Unlock()
+	return e.ev.SessionClosed(ctx, session)
+}
