@@ -3,10 +3,11 @@ GO       ?= go
 SCENARIO ?= deploy-restart
 OUT      ?= results
 ARGS     ?=
+REDIS    ?=
 BIN      := bin/stormsim
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan agree test lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build sim live plan agree calibrate test lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -39,11 +40,15 @@ agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md
 		--set 'designs=["memory-sticky","redis-events","redis-shared"]' $(ARGS)
 	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
 
+calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
+	./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
+
 test: lint ## lint, then every test, with the race detector on the concurrent packages
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/
 	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/
 	$(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/
+	$(GO) test -count=1 -race ./calibrate/
 	$(GO) test -count=1 -race -skip 'TestLiveSmoke|TestAgreementBites' ./live/...
 
 lint: ## gofmt and go vet

@@ -245,3 +245,219 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// writeFiles writes name → content into a new folder and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if i := strings.LastIndex(name, "/"); i > 0 {
+			if err := os.MkdirAll(dir+"/"+name[:i], 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(dir+"/"+name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	modelA = `# written by stormsim calibrate
+[store]
+redis_latency = "50µs"
+redis_latency_per_event = "2µs"
+concurrency = 1
+service_base = "3µs"
+service_per_event = "600ns"
+redis_bytes_factor = 1.3
+redis_overhead_bytes = 40
+
+[source]
+date = 2026-11-30T12:00:00Z
+redis_version = "7.0.15"
+[[source.steps]]
+concurrency = 1
+`
+	modelB = `[store]
+redis_latency = "70µs"
+service_per_event = "700ns"
+`
+)
+
+// store_model includes a calibrated store model as a layer under its
+// block's own [store] keys, in [defaults], [scenario.NAME] and
+// [design.NAME], with the path relative to the scenarios file.
+func TestStoreModel(t *testing.T) {
+	t.Parallel()
+	dir := writeFiles(t, map[string]string{
+		"calibrated/redis.toml": modelA,
+		"calibrated/b.toml":     modelB,
+		"scenarios.toml": `
+[defaults]
+store_model = "calibrated/redis.toml"
+[design.cal]
+mode = "stateful"
+sessions = "shared"
+events = "redis"
+store_model = "calibrated/b.toml"
+[design.cal.store]
+service_base = "9µs"
+[scenario.s]
+designs = ["redis-events", "cal"]
+[scenario.s.store]
+redis_latency_per_event = "4µs"
+[scenario.u]
+designs = ["redis-events"]
+store_model = "calibrated/b.toml"
+[scenario.u.store]
+redis_latency = "1ms"
+`,
+		"plain.toml": "[scenario.s]\ndesigns = [\"redis-events\"]\n",
+	})
+	// Loaded from elsewhere: the paths are relative to the file, not to the
+	// working directory.
+	f, err := Load(dir+"/scenarios.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Load(dir+"/plain.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := plain.Scenario("s")
+	def := ps.Designs[0].Store // the built-in store model
+	s, _ := f.Scenario("s")
+	u, _ := f.Scenario("u")
+	us := time.Microsecond
+
+	// redis-events in s: model A, then s's explicit key.
+	want := def
+	want.RedisLatency, want.RedisLatencyPerEvent, want.Concurrency = 50*us, 4*us, 1
+	want.ServiceBase, want.ServicePerEvent, want.RedisBytesFactor, want.RedisOverheadBytes = 3*us, 600*time.Nanosecond, 1.3, 40
+	if got := s.Designs[0].Store; got != want {
+		t.Errorf("redis-events in s: store\n got %+v\nwant %+v", got, want)
+	}
+	// cal in s: model A, s's key, then model B above them, then cal's own key.
+	want.RedisLatency, want.ServicePerEvent, want.ServiceBase = 70*us, 700*time.Nanosecond, 9*us
+	if got := s.Designs[1].Store; got != want {
+		t.Errorf("cal in s: store\n got %+v\nwant %+v", got, want)
+	}
+	// u: model A from the defaults, u's model B, then u's explicit key wins
+	// over its own model.
+	want = def
+	want.RedisLatency, want.RedisLatencyPerEvent, want.Concurrency = time.Millisecond, 2*us, 1
+	want.ServiceBase, want.ServicePerEvent, want.RedisBytesFactor, want.RedisOverheadBytes = 3*us, 700*time.Nanosecond, 1.3, 40
+	if got := u.Designs[0].Store; got != want {
+		t.Errorf("redis-events in u: store\n got %+v\nwant %+v", got, want)
+	}
+	if s.Designs[0].Store.ReplayLatency("redis", 100) == ps.Designs[0].Store.ReplayLatency("redis", 100) {
+		t.Errorf("the include does not change the replay latency")
+	}
+	// --set may name a model too, relative to the scenarios file.
+	f, err = Load(dir+"/plain.toml", &Options{Set: []string{"store_model=calibrated/b.toml"}, Target: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := f.Scenario("s"); sc.Designs[0].Store.RedisLatency != 70*us {
+		t.Errorf("--set store_model: redis_latency %v, want 70µs", sc.Designs[0].Store.RedisLatency)
+	}
+}
+
+// A broken include is an error naming the scenarios file, the key, the
+// model file and the problem.
+func TestStoreModelErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		src   string // the scenarios file, s.toml
+		model string // m.toml beside it, when not empty
+		set   []string
+		want  string
+	}{
+		// The file is not there.
+		{"missing", "[scenario.s]\nstore_model = \"nope.toml\"\n", "", nil,
+			"s.toml: scenario.s.store_model: nope.toml: no such file (looked for "},
+		// The file is not TOML.
+		{"bad toml", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store\nx = 1\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: line 2: expected '.' or ']'"},
+		// A key StoreConfig does not have.
+		{"unknown key", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nredis_latncy = \"1ms\"\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: store.redis_latncy: unknown key (valid: memory_cap_bytes,"},
+		// A table that is neither [store] nor [source].
+		{"unknown table", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\n[stor]\nx = 1\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: stor: unknown key (valid: store, source)"},
+		// No [store] table at all.
+		{"no store", "[scenario.s]\nstore_model = \"m.toml\"\n", "[source]\nx = 1\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: no [store] table"},
+		// A bare number where a duration belongs.
+		{"bare duration", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nredis_latency = 300\n", nil,
+			"m.toml: store.redis_latency: want a duration string"},
+		// A value of the wrong type.
+		{"wrong type", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nconcurrency = \"many\"\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: line 2: store.concurrency: incompatible types"},
+		// An impossible value.
+		{"negative", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nservice_base = \"-1µs\"\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: store.service_base: -1µs is negative"},
+		// An empty path.
+		{"empty", "[scenario.s]\nstore_model = \"\"\n", "", nil,
+			"s.toml: scenario.s.store_model: want the path of a store-model file"},
+		// A folder.
+		{"folder", "[scenario.s]\nstore_model = \".\"\n", "", nil,
+			"s.toml: scenario.s.store_model: .: not a regular file"},
+		// In [defaults].
+		{"defaults", "[defaults]\nstore_model = \"nope.toml\"\n[scenario.s]\n", "", nil,
+			"s.toml: defaults.store_model: nope.toml: no such file"},
+		// In a design.
+		{"design", "[design.x]\nmode = \"stateful\"\nsessions = \"local\"\nevents = \"redis\"\nstore_model = \"nope.toml\"\n[scenario.s]\ndesigns = [\"x\"]\n", "", nil,
+			"s.toml: design.x.store_model: nope.toml: no such file"},
+		// From --set.
+		{"set", "[scenario.s]\n", "", []string{"store_model=nope.toml"},
+			"--set store_model: nope.toml: no such file"},
+		// Not a string.
+		{"not a string", "[scenario.s]\nstore_model = 5\n", "", nil,
+			"s.toml: line 2: scenario.s.store_model: incompatible types"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"s.toml": c.src}
+			if c.model != "" {
+				files["m.toml"] = c.model
+			}
+			dir := writeFiles(t, files)
+			_, err := Load(dir+"/s.toml", &Options{Set: c.set, Target: "s"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := strings.ReplaceAll(err.Error(), dir+"/", "")
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q\ndoes not contain %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// The shipped calibrated/redis.toml loads, and changes the store.
+func TestShippedStoreModel(t *testing.T) {
+	t.Parallel()
+	src := "[defaults]\nstore_model = \"calibrated/redis.toml\"\n[scenario.s]\ndesigns = [\"redis-events\"]\n"
+	f, err := Parse("../with-model.toml", []byte(src), nil) // resolved beside it, in the repository root
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Parse("../plain.toml", []byte("[scenario.s]\ndesigns = [\"redis-events\"]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := f.Scenario("s")
+	p, _ := plain.Scenario("s")
+	got, def := s.Designs[0].Store, p.Designs[0].Store
+	if got.RedisLatency == def.RedisLatency || got.ServiceBase == def.ServiceBase || got.RedisBytesFactor == def.RedisBytesFactor {
+		t.Errorf("the shipped model leaves the store at its defaults: %+v", got)
+	}
+	if got.Timeout != def.Timeout || got.RedisTTL != def.RedisTTL {
+		t.Errorf("the shipped model changed keys calibration does not set: %+v", got)
+	}
+}

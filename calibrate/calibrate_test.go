@@ -1,0 +1,339 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// startRedis starts a private redis-server and a client with a pool of
+// pool connections; both stop when the test ends.
+func startRedis(t *testing.T, pool int) (*redisd.Server, *redis.Client) {
+	t.Helper()
+	srv, err := redisd.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: pool})
+	t.Cleanup(func() { rdb.Close() })
+	return srv, rdb
+}
+
+// dbsize is how many keys the server holds.
+func dbsize(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	n, err := rdb.DBSize(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The figures of a real redis-server fall in DOMAIN.md §5's ranges, widened
+// for a shared 2-core machine running the race detector; the derived keys
+// follow from them as derive says; no key is left behind; and the model
+// file holds exactly the calibrated StoreConfig keys.
+func TestMeasureRealRedis(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t, 16)
+	// A key of someone else's must survive the cleanup.
+	if err := rdb.Set(context.Background(), "not-ours", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	res, err := Measure(context.Background(), rdb, &Options{
+		EventBytes: 1024, Concurrency: []int{16}, Step: 300 * time.Millisecond,
+		ReplaySamples: 40, MemoryStreams: 4, Rand: rand.New(rand.NewPCG(1, 2)),
+		Progress: func(done, total int) { steps = done },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := dbsize(t, rdb); n != 1 {
+		t.Errorf("%d keys left after Measure, want only the one it did not write", n)
+	}
+	if steps != 2+3*2 {
+		t.Errorf("progress reached %d steps, want 8 (fit, memory, three per concurrency 1 and 16)", steps)
+	}
+	t.Logf("append p50 %v p90 %v p99 %v; fit %v + %v·n; memory %v B/event (factor %v, overhead %d); costs %v, %v; store %+v",
+		res.Append.P50, res.Append.P90, res.Append.P99, res.Replay.A, res.Replay.B,
+		res.Memory.AtEventBytes, res.Memory.Factor, res.Memory.Overhead, res.AppendCost, res.ReplayCost, res.Store)
+
+	between := func(what string, v, lo, hi float64) {
+		t.Helper()
+		if v < lo || v > hi {
+			t.Errorf("%s = %v, want in [%v, %v]", what, v, lo, hi)
+		}
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	if len(res.Steps) != 2 || res.Steps[0].Concurrency != 1 || res.Steps[1].Concurrency != 16 {
+		t.Fatalf("steps %+v, want concurrency 1 (always) and 16", res.Steps)
+	}
+	// A loopback round trip takes more than 5 µs; a quiet host answers in
+	// 15–30 µs, and 5 ms is a host far too loaded to calibrate on.
+	between("append p50 at concurrency 1 (µs)", us(res.Append.P50), 5, 5000)
+	if !(res.Append.P50 <= res.Append.P90 && res.Append.P90 <= res.Append.P99) || res.Append.Samples < 100 {
+		t.Errorf("append latency %+v: quantiles out of order or too few samples", res.Append)
+	}
+	var peakOne, peakPipe, peakReplay float64
+	for _, s := range res.Steps {
+		peakOne, peakPipe, peakReplay = max(peakOne, s.AppendOpsPerS), max(peakPipe, s.PipelinedOpsPerS), max(peakReplay, s.ReplayOpsPerS)
+	}
+	between("appends one at a time, peak ops/s", peakOne, 5_000, 1e6)
+	between("appends pipelined, peak ops/s", peakPipe, 5_000, 5e6)
+	between("replays of 100 × 1 KB, peak ops/s", peakReplay, 500, 1e5)
+	if peakPipe <= peakOne {
+		t.Errorf("pipelined appends (%v/s) no faster than one at a time (%v/s)", peakPipe, peakOne)
+	}
+	// Redis 7 reports its main thread's CPU time, and one thread cannot
+	// spend more than a second of it per second.
+	if res.CostFrom != CostCPU {
+		t.Errorf("costs from %q, want %q", res.CostFrom, CostCPU)
+	}
+	between("pipelined append cost ÷ the time per append at the peak rate", float64(res.AppendCost)/(1e9/peakPipe), 0.01, 1.1)
+	between("replay cost ÷ the time per replay at the peak rate", float64(res.ReplayCost)/(1e9/peakReplay), 0.01, 1.1)
+	between("pipelined append cost (µs)", us(res.AppendCost), 0.3, 100)
+	between("bytes per 1 KB event", res.Memory.AtEventBytes, 1024, 1.6*1024)
+	between("redis_bytes_factor", res.Memory.Factor, 0.8, 1.6)
+	model := float64(res.Store.EventBytes(topology.EventsRedis, 1024))
+	between("the model's bytes for a 1 KB event ÷ measured", model/res.Memory.AtEventBytes, 0.99, 1.01)
+	if last := len(res.Replay.P50) - 1; res.Replay.P50[last] <= res.Replay.P50[0] || res.Replay.B <= 0 {
+		t.Errorf("replay p50 %v over lengths %v, fit b = %v: a longer replay should take longer", res.Replay.P50, res.Replay.Lengths, res.Replay.B)
+	}
+	between("replay fit a (µs)", us(res.Replay.A), 1, 5000)
+
+	st := res.Store
+	if st.Concurrency != 1 {
+		t.Errorf("concurrency = %d, want 1 (Redis runs one command at a time)", st.Concurrency)
+	}
+	between("(service_base + service_per_event) ÷ append cost", float64(st.ServiceBase+st.ServicePerEvent)/float64(res.AppendCost), 0.98, 1.02)
+	between("(service_base + 100·service_per_event) ÷ replay cost",
+		float64(st.ServiceBase+100*st.ServicePerEvent)/float64(res.ReplayCost), 0.97, 1.03)
+	idle := func(n int) time.Duration {
+		return st.ReplayLatency(topology.EventsRedis, n) + st.ServiceBase + time.Duration(n)*st.ServicePerEvent
+	}
+	fit := res.Replay.A + 300*res.Replay.B
+	if st.RedisLatency > 0 && st.RedisLatencyPerEvent > 0 {
+		between("idle replay of 300 in the model ÷ the fit", float64(idle(300))/float64(fit), 0.97, 1.03)
+	}
+	full := topology.DefaultStore
+	data, err := res.Model("stormsim calibrate --test", "calibrated/redis.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkModelFile(t, data, &full)
+	if errs := full.Validate(); len(errs) > 0 {
+		t.Errorf("the defaults under the model do not validate: %v", errs)
+	}
+	for _, k := range []struct {
+		name      string
+		got, want any
+	}{
+		{"redis_latency", full.RedisLatency, st.RedisLatency},
+		{"redis_latency_per_event", full.RedisLatencyPerEvent, st.RedisLatencyPerEvent},
+		{"service_base", full.ServiceBase, st.ServiceBase},
+		{"redis_bytes_factor", full.RedisBytesFactor, st.RedisBytesFactor},
+		{"redis_overhead_bytes", full.RedisOverheadBytes, st.RedisOverheadBytes},
+	} {
+		if k.got != k.want {
+			t.Errorf("%s read back as %v, want %v", k.name, k.got, k.want)
+		}
+	}
+}
+
+// checkModelFile decodes a model file: [store] holds exactly StoreKeys,
+// each a topology.StoreConfig key, and decodes into into; [source] holds the
+// provenance.
+func checkModelFile(t *testing.T, data []byte, into *topology.StoreConfig) {
+	t.Helper()
+	var raw struct {
+		Store  toml.Primitive `toml:"store"`
+		Source map[string]any `toml:"source"`
+	}
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		t.Fatalf("the model file does not parse: %v\n%s", err, data)
+	}
+	var keys []string
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "store" {
+			keys = append(keys, k[1])
+		}
+	}
+	if !slices.Equal(keys, StoreKeys) {
+		t.Errorf("[store] keys %v, want %v", keys, StoreKeys)
+	}
+	cfg := reflect.TypeFor[topology.StoreConfig]()
+	for _, k := range keys {
+		found := false
+		for i := range cfg.NumField() {
+			found = found || cfg.Field(i).Tag.Get("toml") == k
+		}
+		if !found {
+			t.Errorf("[store] key %s is not a topology.StoreConfig key", k)
+		}
+		if typ := md.Type("store", k); strings.HasPrefix(k, "redis_latency") || strings.HasPrefix(k, "service_") {
+			if typ != "String" {
+				t.Errorf("store.%s is a %s, want a duration string", k, typ)
+			}
+		}
+	}
+	if err := md.PrimitiveDecode(raw.Store, into); err != nil {
+		t.Fatalf("[store] does not decode into StoreConfig: %v", err)
+	}
+	for _, k := range []string{"date", "command", "redis_version", "host_cpus", "event_bytes", "append_latency", "replay_fit", "memory", "steps"} {
+		if _, ok := raw.Source[k]; !ok {
+			t.Errorf("[source] lacks %s:\n%s", k, data)
+		}
+	}
+}
+
+// Every figure is timed with Options.Now: with a clock that moves 10 µs per
+// reading, an operation timed alone takes exactly 10 µs.
+func TestMeasureUsesTheClock(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t, 1)
+	var ticks atomic.Int64
+	now := func() time.Time { return time.Unix(0, ticks.Add(1)*int64(10*time.Microsecond)) }
+	res, err := Measure(context.Background(), rdb, &Options{
+		Concurrency: []int{1}, Step: 20 * time.Millisecond, ReplaySamples: 5, MemoryStreams: 1, MemoryEvents: 10,
+		Rand: rand.New(rand.NewPCG(3, 4)), Now: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 10 * time.Microsecond
+	if a := res.Append; a.P50 != want || a.P99 != want {
+		t.Errorf("append latency %+v, want every quantile %v", a, want)
+	}
+	for i, p := range res.Replay.P50 {
+		if p != want {
+			t.Errorf("replay p50 at %d events = %v, want %v", res.Replay.Lengths[i], p, want)
+		}
+	}
+	// Two readings per append, 2000 readings in a 20 ms step: 1000 appends.
+	if n := res.Append.Samples; n < 990 || n > 1000 {
+		t.Errorf("%d appends in a step of 2000 clock readings, want about 1000", n)
+	}
+	if res.Started != time.Unix(0, int64(10*time.Microsecond)).UTC() {
+		t.Errorf("started %v, want the clock's first reading", res.Started)
+	}
+}
+
+// Cancelling mid-run stops it, says so, and still deletes every key.
+func TestMeasureCancelled(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := Measure(ctx, rdb, &Options{
+		Concurrency: []int{4}, Step: 5 * time.Second, ReplaySamples: 5,
+		Progress: func(done, _ int) {
+			if done == 2 { // fit and memory done: cancel during the first throughput step
+				go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n := dbsize(t, rdb); n != 0 {
+		t.Errorf("%d keys left after a cancelled Measure", n)
+	}
+}
+
+// A Redis that is not there is a clear error, not a hang or a panic.
+func TestMeasureUnreachable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256, MaxRetries: -1})
+	defer rdb.Close()
+	_, err = Measure(context.Background(), rdb, nil)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis at "+addr) {
+		t.Errorf("err = %v, want it to say Redis at %s cannot be reached", err, addr)
+	}
+}
+
+// Bad options are refused before anything is sent, each problem named.
+func TestBadOptions(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 4})
+	defer rdb.Close()
+	cases := []struct {
+		opts Options
+		want string
+	}{
+		{Options{EventBytes: -1}, "event bytes -1"},                                       // no negative payloads
+		{Options{EventBytes: 1 << 20}, "event bytes 1048576: want 1..65536"},              // too big to write thousands of
+		{Options{Concurrency: []int{0}}, "concurrency 0"},                                 // nobody to send
+		{Options{Step: time.Millisecond}, "step 1ms"},                                     // too short to time
+		{Options{ReplayEvents: 1}, "replay events 1: want 2"},                             // no slope from one length
+		{Options{ReplayLengths: []int{5, 5}}, "at least two different ones"},              // no line through one point
+		{Options{Pipeline: -3}, "pipeline -3"},                                            // no batches
+		{Options{}, "pool holds 4 connections, fewer than the highest concurrency (256)"}, // the defaults need a pool of 256
+	}
+	for _, c := range cases {
+		_, err := Measure(context.Background(), rdb, &c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want %q", c.opts, err, c.want)
+		}
+	}
+}
+
+// derive charges the model exactly the measured costs, as the simulator
+// consumes them.
+func TestDerive(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		r    Result
+		want topology.StoreConfig
+	}{
+		// Ta = 5 µs, T100 = 104 µs: 1 µs per event, 4 µs base; the fit's
+		// 100 µs + 3 µs·n keeps 96 µs and 2 µs·n for the network.
+		{"typical", Result{ReplayEvents: 100, AppendCost: 5 * time.Microsecond, ReplayCost: 104 * time.Microsecond,
+			Replay: Fit{A: 100 * time.Microsecond, B: 3 * time.Microsecond}, Memory: Memory{Factor: 1.1, Overhead: 30}},
+			topology.StoreConfig{Concurrency: 1, ServiceBase: 4 * time.Microsecond, ServicePerEvent: time.Microsecond,
+				RedisLatency: 96 * time.Microsecond, RedisLatencyPerEvent: 2 * time.Microsecond, RedisBytesFactor: 1.1, RedisOverheadBytes: 30}},
+		// A replay cheaper than an append: no per-event cost, none below 0.
+		{"cheap replay", Result{ReplayEvents: 10, AppendCost: 10 * time.Microsecond, ReplayCost: 5 * time.Microsecond,
+			Replay: Fit{A: 5 * time.Microsecond, B: -time.Microsecond}, Memory: Memory{Factor: 1, Overhead: 0}},
+			topology.StoreConfig{Concurrency: 1, ServiceBase: 10 * time.Microsecond, RedisBytesFactor: 1}},
+	}
+	for _, c := range cases {
+		c.r.derive()
+		if c.r.Store != c.want {
+			t.Errorf("%s: got %+v\nwant %+v", c.name, c.r.Store, c.want)
+		}
+	}
+}
+
+func TestSig3(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, 0}, {-5, 0}, {999, 999}, {1234, 1230}, {12_345_678, 12_300_000}, {1_999_999, 2_000_000},
+	} {
+		if got := sig3(c.in); got != c.want {
+			t.Errorf("sig3(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
