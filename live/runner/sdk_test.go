@@ -4,14 +4,19 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
 )
 
 // TestGoSDKFlavours runs live-smoke with the official go-sdk on either side:
@@ -90,6 +95,8 @@ func TestGoSDKFlavours(t *testing.T) {
 		}
 	})
 
+	t.Run("ModelAgrees", func(t *testing.T) { testModelAgrees(t, sc, out.Report) })
+
 	t.Run("ClientsFailOnSessionMissing", func(t *testing.T) {
 		h := out.Histories["memory-sticky-sdk-clients"]
 		slot, at := kill(h)
@@ -139,4 +146,37 @@ func TestGoSDKFlavours(t *testing.T) {
 			t.Errorf("report counts %d failed calls; the history has %d, of which %d after the kill", got, failed, len(next))
 		}
 	})
+}
+
+// TestGoSDKFlavours' run, compared with the simulator on the same scenario
+// and seed: the model's go-sdk profile must agree with the real go-sdk
+// clients, and the reference memory design with the go-sdk server, within
+// the default agreement tolerances.
+func testModelAgrees(t *testing.T, sc *scenario.Scenario, live *report.Report) {
+	simOut, err := sim.Run(context.Background(), sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := agree.Compare(simOut.Report, live, agree.TolerancesOf(sc))
+	rows := 0
+	for _, r := range a.Rows {
+		if r.Design != "memory-sticky-sdk-clients" && r.Design != "sdk-memory-sticky" {
+			continue
+		}
+		rows++
+		t.Logf("%s/%s: sim %s, live %s, n %d, pass %v", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.N, r.Pass)
+		if !r.Pass && !r.Inconclusive {
+			t.Errorf("%s/%s: sim %s, live %s, tolerance %g (n %d)", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.Tolerance, r.N)
+		}
+	}
+	if rows < 10 {
+		t.Errorf("%d agreement rows for the go-sdk designs", rows)
+	}
+}
+
+func fmtp(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*v, 'g', 4, 64)
 }
