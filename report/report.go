@@ -52,6 +52,12 @@ type Design struct {
 	// replica ("go-sdk"); Notes say what that changes.
 	Server string   `json:"server,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
+	// Judged is JudgedClientSide when the run was judged from the clients'
+	// histories alone (a server the user brings keeps no production log
+	// stormsim can read); Unknown then names the totals that could not be
+	// known, which are left at 0 and shown as n/a.
+	Judged  string   `json:"judged,omitempty"`
+	Unknown []string `json:"unknown,omitempty"`
 
 	Totals              Totals          `json:"totals"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
@@ -61,6 +67,13 @@ type Design struct {
 	// HTTP is vegeta's summary of every HTTP exchange: live runs only.
 	HTTP *vegeta.Metrics `json:"http,omitempty"`
 }
+
+// JudgedClientSide marks a design judged from the client side alone.
+const JudgedClientSide = "client-side"
+
+// ClientSideUnknown are the totals a client-side judgement cannot know:
+// they need the server's production log.
+var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "lost_by_cause.unproduced", "store_peak_ops_per_s"}
 
 // Totals are the counts of DOMAIN.md §6.
 type Totals struct {

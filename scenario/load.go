@@ -44,6 +44,8 @@ type subs struct {
 	Client   toml.Primitive `toml:"client"`
 	Store    toml.Primitive `toml:"store"`
 	Replica  toml.Primitive `toml:"replica"`
+	// Server is a server the user brings: a table (OwnServer).
+	Server toml.Primitive `toml:"server"`
 }
 
 // scenarioOnly holds what only a [scenario.NAME] block may have.
@@ -61,7 +63,9 @@ type designTop struct {
 	LB          string `toml:"lb"`
 	Era         string `toml:"era"`
 	StoreModel  string `toml:"store_model"`
-	Server      string `toml:"server"`
+	// Server is a built-in flavour (a string, topology.Servers) or a
+	// server the user brings (a table, OwnServer); see loader.ownServer.
+	Server toml.Primitive `toml:"server"`
 }
 
 type designSubs struct {
@@ -468,6 +472,15 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			continue
 		}
 		s.Designs = append(s.Designs, d)
+		if d.Own != nil {
+			key := "command"
+			if d.Own.URL != "" {
+				key = "url"
+			}
+			for _, e := range d.Own.refused(s.Faults) {
+				ld.errorf(origin(append(slices.Clone(layers), ld.designLayer(dn)...), "server", key), "%s", e)
+			}
+		}
 	}
 	if scLayer.defined("expect") {
 		if t := scLayer.md.Type(append(slices.Clone(scLayer.path), "expect")...); t != "Hash" && t != "" {
@@ -631,7 +644,7 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 		ld.decode(dl, p, &ds)
 		all = append(all, dl)
 	}
-	d := Design{Name: name, Description: dt.Description, Mode: dt.Mode, Sessions: dt.Sessions, Events: dt.Events, LB: dt.LB, Era: dt.Era, Server: dt.Server}
+	d := Design{Name: name, Description: dt.Description, Mode: dt.Mode, Sessions: dt.Sessions, Events: dt.Events, LB: dt.LB, Era: dt.Era}
 
 	if d.LB == "" || d.LB == "scenario" {
 		d.LB = t.LB
@@ -721,6 +734,7 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	if d.Mode == topology.ModeStateful && d.Sessions == topology.SessionsNone {
 		ld.errorf(where+".sessions", "a stateful design needs sessions = \"local\" or \"shared\"")
 	}
+	ld.ownServer(&d, dt, dl, layers, sub)
 	if d.Server != "" {
 		oneOf("server", d.Server, topology.Servers)
 	}
@@ -830,7 +844,7 @@ var durationKeys = map[string]bool{
 	"duration": true, "drain": true, "step": true, "rtt": true, "think": true, "drop_every": true,
 	"base": true, "cap": true, "call_timeout": true, "redis_ttl": true, "memory_latency": true,
 	"redis_latency": true, "redis_latency_per_event": true, "service_base": true, "service_per_event": true,
-	"timeout": true, "drain_limit": true, "retry_hint": true, "orphan_lease": true, "admit_interval": true,
+	"timeout": true, "drain_limit": true, "ready_timeout": true, "drain_timeout": true, "retry_hint": true, "orphan_lease": true, "admit_interval": true,
 	"at": true, "downtime": true, "interval": true, "restart_after": true, "away": true, "extra": true, "delay": true,
 }
 
@@ -882,6 +896,16 @@ func validKeys(parent []string, setLayer bool) []string {
 			return tomlKeys(reflect.TypeOf(topology.StoreConfig{}))
 		case "replica":
 			return tomlKeys(reflect.TypeOf(topology.ReplicaConfig{}))
+		case "server":
+			return tomlKeys(reflect.TypeOf(OwnServer{}))
+		case "tool":
+			if parent[len(parent)-2] == "server" {
+				return tomlKeys(reflect.TypeOf(OwnTool{}))
+			}
+		case "env", "fault_hook":
+			if parent[len(parent)-2] == "server" {
+				return []string{"NAME"}
+			}
 		}
 	}
 	if len(parent) == 1 && (parent[0] == "design" || parent[0] == "scenario") {

@@ -96,7 +96,10 @@ type Design struct {
 	// Server is the replica flavour the live engine runs: "" for stormsim's
 	// reference replica, or "go-sdk" for the official go-sdk's handler. The
 	// simulator models both alike.
-	Server  string                 `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Own is a server the user brings ([server] as a table), which the
+	// live engine runs or reaches instead of Server; nil for none.
+	Own     *OwnServer             `json:"own_server,omitempty"`
 	Client  clients.Config         `json:"client"`
 	Store   topology.StoreConfig   `json:"store"`
 	Replica topology.ReplicaConfig `json:"replica"`

@@ -37,6 +37,7 @@ type vclient struct {
 	attempt   int32  // the current attempt; -1 before the call's first POST
 	attempts  int32  // attempts begun in the current call
 	stream    string // the server's stream id, from the event ids
+	lastID    string // the last event id of the current attempt, as the server wrote it
 	reached   int32  // highest index received on the current attempt, -1 if none
 	hasID     bool   // an event id of the current attempt was received
 	callStart int64
@@ -90,7 +91,7 @@ func (c *vclient) nextCall() clients.Action {
 	}
 	n, think := workload.Draw(w, &c.work)
 	c.seq++
-	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream = n, think, -1, 0, -1, false, ""
+	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: n, Start: c.callStart, End: -1})
 	return c.brain.Step(clients.Input{Kind: clients.InStartCall})
@@ -192,6 +193,14 @@ func (c *vclient) body(r clients.Req) []byte {
 		m = map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}
 	case clients.ReqCall:
 		tok := check.Token(c.id, c.seq, c.attempt)
+		if o := c.d.own; o != nil {
+			// A server the user brings: its tool, the arguments template.
+			m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
+				"name":      c.d.tool,
+				"arguments": o.ToolArguments(int(c.e), c.d.intervalMS, c.d.sc.Workload.EventBytes),
+				"_meta":     map[string]any{"progressToken": tok}}}
+			break
+		}
 		m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
 			"name":      "stream",
 			"arguments": map[string]any{"events": c.e, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes},
@@ -210,7 +219,7 @@ var methods = [...]string{clients.ReqInitialize: http.MethodPost, clients.ReqIni
 func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bool) {
 	if a.Req == clients.ReqCall {
 		c.attempt, c.attempts = c.attempts, c.attempts+1
-		c.reached, c.hasID, c.stream = -1, false, ""
+		c.reached, c.hasID, c.stream, c.lastID = -1, false, "", ""
 	}
 	seq := c.seq
 	if !c.inCall {
@@ -238,7 +247,13 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	}
 	if a.Req == clients.ReqResume {
 		rec.Cursor = int32(a.Cursor)
-		req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
+		if c.d.own != nil {
+			// Another server's ids need not be <stream>_<index>: resume
+			// from the last id it sent, as the SDK clients do.
+			req.Header.Set("Last-Event-ID", c.lastID)
+		} else {
+			req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
+		}
 	}
 	if a.Reconnect && c.d.reconnSem != nil {
 		// The client-side cap on concurrent reconnects, as in the
@@ -526,7 +541,13 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		}
 		idx := int32(-1)
 		attempt := c.attempt
-		if ev.HasID {
+		if ev.HasID && c.d.own != nil {
+			// A server the user brings: the index comes from its progress
+			// notifications alone, whatever its ids look like.
+			if ev.ID != "" {
+				c.lastID, c.hasID = ev.ID, true
+			}
+		} else if ev.HasID {
 			if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
 				if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
 					c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)

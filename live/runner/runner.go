@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -99,7 +100,9 @@ type designRun struct {
 	http       *http.Client
 	intervalMS int
 	noResume   bool
-	reconnSem  chan struct{} // client.max_concurrent_reconnects, shared by the design's clients; nil for none
+	reconnSem  chan struct{}       // client.max_concurrent_reconnects, shared by the design's clients; nil for none
+	own        *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
+	tool       string              // the own server's tool
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -120,6 +123,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	par := max(opts.Parallel, 1)
 	rows := make([]report.Design, len(designs))
+	marks := make([][]report.Fault, len(designs))
 	hists := make([]*check.History, len(designs))
 	results := make([][]vegeta.Result, len(designs))
 	errs := make([]error, len(designs))
@@ -136,7 +140,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				return
 			}
 			defer func() { <-sem }()
-			rows[i], hists[i], results[i], errs[i] = runDesign(ctx, sc, d, opts)
+			rows[i], hists[i], results[i], marks[i], errs[i] = runDesign(ctx, sc, d, opts)
 		}()
 	}
 	wg.Wait()
@@ -147,6 +151,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, err
 	}
 	r := sim.Header(sc, "live")
+	hooked := hookedKinds(designs)
+	for i := range r.Faults {
+		if slices.Contains(hooked, r.Faults[i].Kind) {
+			r.Faults[i].Label += " (fault_hook)"
+		}
+	}
+	for _, m := range marks {
+		r.Faults = append(r.Faults, m...)
+	}
 	out := &Output{Report: r, Histories: map[string]*check.History{}, Results: map[string]int{}}
 	var enc vegeta.Encoder
 	if opts.Results != nil {
@@ -170,19 +183,27 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 
 // runDesign brings up the design's topology, storms it, tears it down and
 // judges the history.
-func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (report.Design, *check.History, []vegeta.Result, error) {
+func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (report.Design, *check.History, []vegeta.Result, []report.Fault, error) {
 	logDir, err := os.MkdirTemp("", "stormsim-live-")
 	if err != nil {
-		return report.Design{}, nil, nil, err
+		return report.Design{}, nil, nil, nil, err
 	}
 	defer os.RemoveAll(logDir)
-	t, err := topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set})
-	if err != nil {
-		return report.Design{}, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+	own := d.Own
+	var t *topo.Topology // nil for a server at a URL
+	endpoint := ""
+	if own != nil && own.URL != "" {
+		endpoint = own.URL
+	} else {
+		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set})
+		if err != nil {
+			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+		}
+		endpoint = t.Endpoint()
 	}
 	closed := false
 	defer func() {
-		if !closed {
+		if !closed && t != nil {
 			t.Close()
 		}
 	}()
@@ -198,8 +219,16 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	defer tr.CloseIdleConnections()
 	era2026 := d.Era == "2026-07-28"
 	dr := &designRun{
-		sc: sc, d: d, endpoint: t.Endpoint(), http: &http.Client{Transport: tr},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026,
+		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own,
+	}
+	if own != nil {
+		dr.tool = own.Tool.Name
+		if dr.tool == "" {
+			if dr.tool, err = discoverTool(ctx, dr.http, endpoint, d.Era); err != nil {
+				return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+			}
+		}
 	}
 	if n := d.Client.MaxConcurrentReconnects; n > 0 {
 		dr.reconnSem = make(chan struct{}, n)
@@ -237,6 +266,10 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	// clients themselves, on the clients the simulator picks.
 	faultErr := make(chan error, 1)
 	var applied []check.Applied // written by the fault goroutine, read after faultErr
+	var hooks sync.WaitGroup    // fault hooks still running
+	var hookMu sync.Mutex
+	var hookNotes []string // guarded by hookMu
+	hooked := map[int]bool{}
 	go func() {
 		for si, s := range faults.Timeline(sc.Faults, sc.FaultContext()) {
 			tm := time.NewTimer(time.Until(dr.t0.Add(s.At)))
@@ -263,6 +296,44 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 					fmt.Fprintf(opts.Log, "live %s: %v: client-drop: %d streams dropped\n", d.Name, s.At, n)
 				}
 				continue
+			}
+			if own != nil {
+				kind := sc.Faults[s.Fault].Kind()
+				if cmd := own.FaultHook[kind]; cmd != "" {
+					// The hook replaces stormsim's own action: it runs once,
+					// at the fault's first step.
+					if !hooked[s.Fault] {
+						hooked[s.Fault] = true
+						applied = append(applied, check.Applied{At: dr.now(), Kind: kind + " (fault_hook)", Step: si, Replica: s.Replica})
+						if opts.Log != nil {
+							fmt.Fprintf(opts.Log, "live %s: %v: %s: running fault_hook %q\n", d.Name, s.At, kind, cmd)
+						}
+						hooks.Add(1)
+						go func() {
+							defer hooks.Done()
+							at := dr.now()
+							out, err := topo.RunHook(runCtx, filepath.Dir(opts.fileOr()), cmd, hookEnv(kind, s.Fault, s.Replica, s.At))
+							res := "exit status 0"
+							if err != nil {
+								res = err.Error()
+							}
+							note := fmt.Sprintf("fault_hook for %s (faults[%d]) ran at %.1f s for %.1f s: %s", kind, s.Fault, float64(at)/1e9, float64(dr.now()-at)/1e9, res)
+							if out != "" {
+								note += "; its last output: " + out
+							}
+							hookMu.Lock()
+							hookNotes = append(hookNotes, note)
+							hookMu.Unlock()
+							if opts.Log != nil {
+								fmt.Fprintf(opts.Log, "live %s: %s\n", d.Name, note)
+							}
+						}()
+					}
+					continue
+				}
+			}
+			if t == nil {
+				continue // refused when the scenario was loaded; nothing to act on
 			}
 			if err := t.Apply(runCtx, s); err != nil {
 				if runCtx.Err() != nil {
@@ -306,23 +377,28 @@ loop:
 		}
 	}
 	cancel()
+	hooks.Wait() // every hook is killed when runCtx ends
 	if err := <-faultErr; err != nil {
-		return report.Design{}, nil, nil, err
+		return report.Design{}, nil, nil, nil, err
 	}
 	if opts.Progress != nil {
 		opts.Progress(horizon - reported)
 	}
 	if err := ctx.Err(); err != nil {
-		return report.Design{}, nil, nil, err
+		return report.Design{}, nil, nil, nil, err
 	}
-	t.Close() // every replica is gone: the production logs are complete
+	var exits []topo.Exit
+	if t != nil {
+		t.Close() // every replica is gone: the production logs are complete
+		exits = t.Exits()
+	}
 	closed = true
 
 	h := &check.History{
 		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
-		Stored:         d.Events != topology.EventsNone && !era2026,
-		NoStore:        d.Events == topology.EventsNone || era2026,
-		HaveProduction: true,
+		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
+		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
+		HaveProduction: own == nil,
 	}
 	for _, c := range cl {
 		ch := c.history()
@@ -340,9 +416,18 @@ loop:
 	}
 	prod, err := readLogs(logDir, dr.t0)
 	if err != nil {
-		return report.Design{}, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+		return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 	}
 	h.Produced = prod
+	var marks []report.Fault
+	for _, x := range exits {
+		at := x.At.Sub(dr.t0)
+		applied = append(applied, check.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
+		marks = append(marks, report.Fault{Kind: "exit", Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds()})
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
+		}
+	}
 	h.Faults = applied
 
 	j := check.Judge(h)
@@ -360,7 +445,15 @@ loop:
 		HTTP:              &m,
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
-	return row, h, res, nil
+	if own != nil {
+		row.Judged, row.Unknown = report.JudgedClientSide, report.ClientSideUnknown
+		row.Notes = append(row.Notes, ownNotes(own, dr.tool, h)...)
+		for _, x := range exits {
+			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
+		}
+		row.Notes = append(row.Notes, hookNotes...)
+	}
+	return row, h, res, marks, nil
 }
 
 // readLogs reads every replica's production log in dir.
@@ -423,4 +516,13 @@ func vegetaResults(design string, dr *designRun, h *check.History) []vegeta.Resu
 		}
 	}
 	return out
+}
+
+// fileOr is the scenarios file, scenarios.toml by default: own-server
+// commands and fault hooks run in its folder.
+func (o *Options) fileOr() string {
+	if o.File == "" {
+		return "scenarios.toml"
+	}
+	return o.File
 }

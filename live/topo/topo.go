@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type Topology struct {
 	pids    map[int]bool
 	latency time.Duration
 	health  time.Duration
+	groups  []int  // process groups of own-server replicas, by leader PID
+	exits   []Exit // own-server replicas that ended when nobody stopped them
+	closing bool
 }
 
 // Start brings the topology up: Redis if needed, every replica, the LB.
@@ -86,7 +90,10 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 			t.Close()
 		}
 	}()
-	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
+	if d.Own != nil && d.Own.URL != "" {
+		return nil, fmt.Errorf("topo: design %s: server.url names a server stormsim does not run; there is no topology to start", d.Name)
+	}
+	if d.Own == nil && (d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared) {
 		if t.opts.RedisAddr != "" {
 			t.raddr = t.opts.RedisAddr // a URL or host:port, passed on as given
 		} else {
@@ -124,7 +131,7 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", t.bal)
+	mux.Handle(t.path(), t.bal)
 	t.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go t.hs.Serve(t.ln) //nolint:errcheck // ends at Close
 	ok = true
@@ -132,7 +139,15 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 }
 
 // Endpoint is the MCP URL of the load balancer.
-func (t *Topology) Endpoint() string { return "http://" + t.ln.Addr().String() + "/mcp" }
+func (t *Topology) Endpoint() string { return "http://" + t.ln.Addr().String() + t.path() }
+
+// path is the MCP endpoint's path: the own server's, or /mcp.
+func (t *Topology) path() string {
+	if t.d.Own != nil {
+		return t.d.Own.Endpoint
+	}
+	return "/mcp"
+}
 
 // PIDs lists every process the topology started and has not seen exit.
 func (t *Topology) PIDs() []int {
@@ -148,6 +163,9 @@ func (t *Topology) PIDs() []int {
 // startSlot starts a replica process for slot and puts it in the pool once
 // it listens.
 func (t *Topology) startSlot(ctx context.Context, slot int) error {
+	if t.d.Own != nil {
+		return t.startOwn(ctx, slot)
+	}
 	args := []string{"serve", "--file", t.opts.File, "--scenario", t.sc.Name, "--design", t.d.Name,
 		"--slot", strconv.Itoa(slot), "--slots", strconv.Itoa(t.sc.Replicas)}
 	if t.raddr != "" {
@@ -212,7 +230,11 @@ func (t *Topology) signal(slot int, sig syscall.Signal) bool {
 	if slot >= len(t.slots) || t.slots[slot] == nil {
 		return false
 	}
-	t.slots[slot].Process.Signal(sig)
+	if t.d.Own != nil {
+		t.stopOwn(t.slots[slot], sig == syscall.SIGTERM)
+	} else {
+		t.slots[slot].Process.Signal(sig)
+	}
 	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
 		t.slots[slot] = nil
 	}
@@ -302,6 +324,8 @@ func (t *Topology) Close() error {
 		t.hs.Close()
 	}
 	t.mu.Lock()
+	t.closing = true
+	groups := slices.Clone(t.groups)
 	var all []int
 	for p := range t.pids {
 		all = append(all, p)
@@ -318,8 +342,17 @@ func (t *Topology) Close() error {
 			proc.Kill()
 		}
 	}
+	for _, g := range groups {
+		killGroup(g, syscall.SIGCONT)
+		killGroup(g, syscall.SIGKILL)
+	}
 	if t.redis != nil {
 		t.redis.Close()
+	}
+	for _, g := range groups {
+		for i := 0; i < 300 && groupAlive(g); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	for _, p := range all {
 		for i := 0; i < 300 && redisd.Alive(p); i++ {

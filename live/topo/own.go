@@ -1,0 +1,329 @@
+package topo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/scenario"
+)
+
+// Exit is a replica process that ended when nobody stopped it: a server
+// command that crashed in the middle of a run.
+type Exit struct {
+	At     time.Time
+	Slot   int
+	PID    int
+	Status string // as os/exec says it: "exit status 2", "signal: segmentation fault"
+	Output string // the end of what it wrote to stdout and stderr
+}
+
+func (e Exit) String() string {
+	s := fmt.Sprintf("replica %d (pid %d) exited unexpectedly: %s", e.Slot, e.PID, e.Status)
+	if e.Output != "" {
+		s += "; its last output: " + e.Output
+	}
+	return s
+}
+
+// tail keeps the last bytes written to it; safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 2048
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailBytes {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailBytes:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(t.buf), "?")), " ")
+}
+
+// shellChars are what makes a command need /bin/sh.
+const shellChars = "|&;<>()$`\\\"'*?[]#~=%!{}\n"
+
+// ownCommand builds the command that starts an own server's replica for
+// slot on port. A plain command line is run directly, so that the process
+// stormsim starts is the server itself (it dies with stormsim through
+// Pdeathsig); anything with shell syntax is run by /bin/sh. Either way it
+// leads a process group of its own, which every stop signals whole.
+func ownCommand(o *scenario.OwnServer, dir string, slot, port int) *exec.Cmd {
+	line := strings.NewReplacer("{port}", strconv.Itoa(port), "{replica}", strconv.Itoa(slot)).Replace(o.Command)
+	var cmd *exec.Cmd
+	if f := strings.Fields(line); len(f) > 0 && !strings.ContainsAny(line, shellChars) {
+		cmd = exec.Command(f[0], f[1:]...)
+	} else {
+		cmd = exec.Command("/bin/sh", "-c", line)
+	}
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := strings.NewReplacer("{port}", strconv.Itoa(port), "{replica}", strconv.Itoa(slot)).Replace(o.Env[k])
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// freePort asks the kernel for a loopback port nobody listens on.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startOwn starts the own server's command for slot and puts the replica in
+// the pool once its readiness path answers. A command that exits first, or
+// does not answer within the ready timeout, is an error naming the replica,
+// the command and its last output; its whole process group is killed.
+func (t *Topology) startOwn(ctx context.Context, slot int) error {
+	o := t.d.Own
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(t.opts.File)
+	cmd := ownCommand(o, dir, slot, port)
+	out := &tail{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if t.opts.LogDir != "" {
+		if f, err := os.OpenFile(filepath.Join(t.opts.LogDir, fmt.Sprintf("own-%d.log", slot)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			defer f.Close() // the child holds its own copy
+			cmd.Stdout, cmd.Stderr = multi{out, f}, multi{out, f}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("topo: replica %d: starting %q: %w", slot, o.Command, err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan struct{})
+	t.mu.Lock()
+	t.pids[pid] = true
+	t.groups = append(t.groups, pid)
+	for len(t.slots) <= slot {
+		t.slots = append(t.slots, nil)
+	}
+	t.slots[slot] = cmd
+	t.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		t.mu.Lock()
+		delete(t.pids, pid)
+		// Still the slot's process, and not stopped by a fault or Close:
+		// the server crashed.
+		crashed := slot < len(t.slots) && t.slots[slot] == cmd && !t.closing
+		if crashed {
+			t.slots[slot] = nil
+			status := "exit status 0"
+			if err != nil {
+				status = err.Error()
+			}
+			t.exits = append(t.exits, Exit{At: time.Now(), Slot: slot, PID: pid, Status: status, Output: out.String()})
+		}
+		t.mu.Unlock()
+		killGroup(pid, syscall.SIGKILL) // whatever the command left behind
+		if crashed {
+			t.bal.SetInPool(slot, false)
+		}
+		close(done)
+	}()
+
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	fail := func(format string, args ...any) error {
+		t.mu.Lock()
+		if slot < len(t.slots) && t.slots[slot] == cmd {
+			t.slots[slot] = nil
+		}
+		t.mu.Unlock()
+		killGroup(pid, syscall.SIGKILL)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		msg := fmt.Sprintf(format, args...)
+		if s := out.String(); s != "" {
+			msg += "; its last output: " + s
+		}
+		return fmt.Errorf("topo: replica %d: server command %q %s", slot, o.Command, msg)
+	}
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(o.ReadyTimeout)
+	for {
+		select {
+		case <-done:
+			t.mu.Lock()
+			var status string
+			if cmd.ProcessState != nil {
+				status = cmd.ProcessState.String()
+			}
+			t.mu.Unlock()
+			return fail("exited before it was ready (%s)", status)
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), fail("was cancelled before it was ready"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fail("did not answer GET %s on port %d within the ready timeout (%v)", o.Ready, port, o.ReadyTimeout)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+o.Ready, nil)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				break
+			}
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := t.bal.SetBackend(slot, base); err != nil {
+		return fail("%v", err)
+	}
+	t.bal.SetInPool(slot, true)
+	return nil
+}
+
+// multi writes to every writer; the first error wins.
+type multi []interface{ Write([]byte) (int, error) }
+
+func (m multi) Write(p []byte) (int, error) {
+	for _, w := range m {
+		if _, err := w.Write(p); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// stopOwn stops an own server's replica process: a graceful stop sends the
+// stop signal to its process group and kills the group after the drain
+// timeout; a hard stop kills the group at once.
+func (t *Topology) stopOwn(cmd *exec.Cmd, graceful bool) {
+	pid := cmd.Process.Pid
+	o := t.d.Own
+	if !graceful || o.StopSignal == "KILL" {
+		killGroup(pid, syscall.SIGKILL)
+		return
+	}
+	killGroup(pid, stopSignals[o.StopSignal])
+	limit := o.DrainTimeout
+	go func() {
+		tm := time.NewTimer(limit)
+		defer tm.Stop()
+		for {
+			select {
+			case <-tm.C:
+				killGroup(pid, syscall.SIGKILL)
+				return
+			case <-time.After(100 * time.Millisecond):
+				if !redisd.Alive(pid) {
+					killGroup(pid, syscall.SIGKILL) // the leader drained; nothing it started outlives it
+					return
+				}
+			}
+		}
+	}()
+}
+
+var stopSignals = map[string]syscall.Signal{
+	"TERM": syscall.SIGTERM, "INT": syscall.SIGINT, "HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT,
+	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "KILL": syscall.SIGKILL,
+}
+
+// killGroup signals the process group led by pid.
+func killGroup(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		syscall.Kill(-pid, sig) //nolint:errcheck // ESRCH: the group is gone already
+	}
+}
+
+// groupAlive reports whether any process of the group led by pid is alive
+// (not a zombie).
+func groupAlive(pid int) bool {
+	if syscall.Kill(-pid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(p); err == nil && g == pid && redisd.Alive(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Exits lists the replica processes that ended when nobody stopped them.
+func (t *Topology) Exits() []Exit {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Exit(nil), t.exits...)
+}
+
+// RunHook runs a fault hook command with /bin/sh in dir, in a process group
+// of its own that is killed when ctx ends, with the fault in its
+// environment (STORMSIM_FAULT, STORMSIM_REPLICA). It returns the command's
+// last output and its error.
+func RunHook(ctx context.Context, dir, command string, env []string) (string, error) {
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out := &tail{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		killGroup(pid, syscall.SIGKILL)
+		return out.String(), err
+	case <-ctx.Done():
+		killGroup(pid, syscall.SIGKILL)
+		<-done
+		return out.String(), ctx.Err()
+	}
+}
