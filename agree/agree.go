@@ -67,6 +67,9 @@ type Row struct {
 type Agreement struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
+	// Repeats is how many runs of each engine were pooled (--repeat), on
+	// seeds Seed, Seed+1, …; 0 or 1 for one.
+	Repeats int `json:"repeats,omitempty"`
 	Rows     []Row  `json:"rows"`
 	Failed   int    `json:"failed"`
 	// Inconclusive counts rows whose sample was too small to judge.
@@ -162,6 +165,69 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 	return a
 }
 
+// CompareRepeats compares runs repeated on successive seeds (sims[i] and
+// lives[i] share a seed) on their mean: every design's counts are summed
+// over the repeats, so each fraction is the pooled one and its sample the
+// pooled n, and each replay percentile is the mean of the repeats'.
+func CompareRepeats(sims, lives []*report.Report, tol map[string]float64) *Agreement {
+	if len(sims) == 1 && len(lives) == 1 {
+		return Compare(sims[0], lives[0], tol)
+	}
+	a := Compare(Pool(sims), Pool(lives), tol)
+	a.Repeats = len(lives)
+	return a
+}
+
+// Pool sums the reports' designs into one report, the first's otherwise:
+// the totals the agreement rows read are added up, and each replay
+// percentile is the mean over the reports that have one.
+func Pool(reps []*report.Report) *report.Report {
+	out := *reps[0]
+	out.Designs = nil
+	for _, d0 := range reps[0].Designs {
+		d := d0
+		d.Totals = report.Totals{}
+		var p50, p90 []float64
+		d.ReplayLatencyMS.Count = 0
+		for _, r := range reps {
+			x := r.Design(d0.Name)
+			if x == nil {
+				continue
+			}
+			t := &x.Totals
+			d.Totals.EventsLost += t.EventsLost
+			d.Totals.EventsExpected += t.EventsExpected
+			d.Totals.HTTP404 += t.HTTP404
+			d.Totals.SessionRequests += t.SessionRequests
+			d.Totals.Resumes += t.Resumes
+			d.Totals.Drops += t.Drops
+			d.Totals.CallsReissued += t.CallsReissued
+			d.Totals.Calls += t.Calls
+			d.ReplayLatencyMS.Count += x.ReplayLatencyMS.Count
+			if v := x.ReplayLatencyMS.P50; v != nil {
+				p50 = append(p50, *v)
+			}
+			if v := x.ReplayLatencyMS.P90; v != nil {
+				p90 = append(p90, *v)
+			}
+		}
+		d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = mean(p50), mean(p90)
+		out.Designs = append(out.Designs, d)
+	}
+	return &out
+}
+
+func mean(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return ptr(s / float64(len(v)))
+}
+
 func scaled(v *float64, k float64) *float64 {
 	if v == nil {
 		return nil
@@ -206,6 +272,9 @@ func num(v *float64) string {
 func (a *Agreement) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Agreement: %s, seed %d\n\n", a.Scenario, a.Seed)
+	if a.Repeats > 1 {
+		fmt.Fprintf(&b, "Each engine ran %d times, on seeds %d to %d; the rows compare the pooled counts (n is the pooled live sample) and the mean replay percentiles.\n\n", a.Repeats, a.Seed, a.Seed+uint64(a.Repeats)-1)
+	}
 	fmt.Fprintf(&b, "The simulator and the live engine ran the same scenario and seed. Fractions compare as live − sim against an absolute tolerance; replay latency as live ÷ sim against a factor. n is the live sample behind the figure, and ±1 SE the standard error of the difference, sqrt(p(1−p)(1/n_sim + 1/n_live)) with p pooled; a row outside its tolerance whose ±1 SE is over a third of the tolerance, and whose excess over the tolerance is under 2 SE, is reported inconclusive (its sample is too small to judge), not failed.\n\n")
 	fmt.Fprintf(&b, "%d of %d rows outside their tolerance; %d inconclusive.\n\n", a.Failed, len(a.Rows), a.Inconclusive)
 	b.WriteString("| design | metric | sim | live | diff | tolerance | n | ±1 SE | agrees |\n|---|---|---|---|---|---|---|---|---|\n")

@@ -1,6 +1,7 @@
 package agree
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -77,5 +78,34 @@ func TestCompare(t *testing.T) {
 	var e error = &Disagreement{A: Compare(sim, rep("live", 900, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)}
 	if c, ok := e.(interface{ ExitCode() int }); !ok || c.ExitCode() != 98 || !strings.Contains(e.Error(), "d/lost_fraction") {
 		t.Errorf("disagreement error: %v", e)
+	}
+}
+
+// Repeats compare on the pooled counts: two live runs that lose 0.02 and
+// 0.10 of equal samples pool to 0.06, with twice the sample, against a
+// simulator at 0.05; the replay p50 is the mean of the repeats'.
+func TestCompareRepeats(t *testing.T) {
+	sims := []*report.Report{rep("sim", 500, 10000, 10, 1000, 50, 100, 0, 100, f(100)), rep("sim", 500, 10000, 10, 1000, 50, 100, 0, 100, f(300))}
+	lives := []*report.Report{rep("live", 200, 10000, 10, 1000, 50, 100, 0, 100, f(150)), rep("live", 1000, 10000, 10, 1000, 50, 100, 0, 100, f(250))}
+	a := CompareRepeats(sims, lives, Defaults)
+	if a.Repeats != 2 {
+		t.Errorf("repeats %d", a.Repeats)
+	}
+	got := map[string]Row{}
+	for _, r := range a.Rows {
+		got[r.Metric] = r
+	}
+	lost := got["lost_fraction"]
+	if lost.N != 20000 || math.Abs(*lost.Live-0.06) > 1e-12 || math.Abs(*lost.Sim-0.05) > 1e-12 || !lost.Pass {
+		t.Errorf("lost_fraction: %+v", lost)
+	}
+	p50 := got["replay_p50_ms"]
+	if *p50.Sim != 200 || *p50.Live != 200 || *p50.Diff != 1 {
+		t.Errorf("replay_p50_ms: %+v", p50)
+	}
+	// One run alone is Compare.
+	one := CompareRepeats(sims[:1], lives[:1], Defaults)
+	if one.Repeats != 0 || len(one.Rows) != len(a.Rows) {
+		t.Errorf("one repeat: %+v", one)
 	}
 }

@@ -42,6 +42,7 @@ type runFlags struct {
 	engine   string
 	noCharts bool
 	noThresh bool
+	repeat   int
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
@@ -63,6 +64,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time), live (real replicas, LB, Redis and SSE clients on loopback), or both: the two on the same seed, compared in agreement.md (exit 98 outside the scenario's agreement tolerances)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table (it is sized for the scenario as written, not for --set changes)")
+	fs.IntVar(&f.repeat, "repeat", 1, "with --engine both: run each engine `N` times, on seeds seed..seed+N-1, and compare the pooled counts (repeat-<i>/sim and repeat-<i>/live hold each run)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -72,6 +74,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.engine != "sim" && f.engine != "live" && f.engine != "both" {
 		return usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
+	}
+	if f.repeat < 1 || f.repeat > 100 {
+		return usagef("run: --repeat %d is not within 1..100", f.repeat)
+	}
+	if f.repeat > 1 && f.engine != "both" {
+		return usagef("run: --repeat is for --engine both")
 	}
 	name := pos[0]
 	sets := []string(f.set)
@@ -118,17 +126,49 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if designs != nil {
 		n = len(designs)
 	}
-	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc)*time.Duration(n*len(engines)),
+	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc)*time.Duration(n*len(engines)*f.repeat),
 		fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n))
 	defer doneProgress()
-	runs := map[string]*report.Report{}
+	all := map[string][]*report.Report{}
 	files := map[string][]byte{}
-	for _, engine := range engines {
-		esc := sc
-		if engine == "sim" {
-			esc = simSc
+	type job struct {
+		engine, prefix string
+		sc             *scenario.Scenario
+		sets           []string
+	}
+	var jobs []job
+	for r := range f.repeat {
+		rsc, rsim, rsets := sc, simSc, sets
+		if r > 0 {
+			// The same scenario on the next seed, loaded afresh, so the
+			// replicas load it with the same --set as the clients.
+			seed := "seed=" + strconv.FormatUint(sc.Seed+uint64(r), 10)
+			rsets = append(slices.Clone(sets), seed)
+			if rsc, err = loadScenario(f.file, name, rsets); err != nil {
+				return usageError{err}
+			}
+			if rsim, err = loadScenario(f.file, name, append(slices.Clone(rsets), f.simSet...)); err != nil {
+				return usageError{err}
+			}
 		}
-		rep, extra, err := runEngine(ctx, engine, esc, &f, designs, sets, progress)
+		for _, engine := range engines {
+			prefix := ""
+			if len(engines) > 1 {
+				prefix = engine + "/" // --engine both: one folder per engine
+			}
+			if f.repeat > 1 {
+				prefix = fmt.Sprintf("repeat-%d/%s", r, prefix)
+			}
+			esc := rsc
+			if engine == "sim" {
+				esc = rsim
+			}
+			jobs = append(jobs, job{engine, prefix, esc, rsets})
+		}
+	}
+	for _, jb := range jobs {
+		engine := jb.engine
+		rep, extra, err := runEngine(ctx, engine, jb.sc, &f, designs, jb.sets, progress)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -154,19 +194,15 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 				ef[name] = data
 			}
 		}
-		prefix := ""
-		if len(engines) > 1 {
-			prefix = engine + "/" // --engine both: one folder per engine
-		}
 		for k, v := range ef {
-			files[prefix+k] = v
+			files[jb.prefix+k] = v
 		}
-		runs[engine] = rep
+		all[engine] = append(all[engine], rep)
 	}
 	doneProgress()
 	var agreement *agree.Agreement
 	if len(engines) > 1 {
-		agreement = agree.Compare(runs["sim"], runs["live"], agree.TolerancesOf(sc))
+		agreement = agree.CompareRepeats(all["sim"], all["live"], agree.TolerancesOf(sc))
 		j, err := agreement.JSON()
 		if err != nil {
 			return err
@@ -181,8 +217,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	var failed []expect.Result
-	for _, engine := range engines {
-		rep := runs[engine]
+	for i, jb := range jobs {
+		engine := jb.engine
+		rep := all[engine][i/len(engines)]
 		var results []expect.Result
 		if !f.noThresh {
 			results = expect.Evaluate(rep, sc.Expect)
@@ -191,9 +228,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		if f.quiet {
 			continue
 		}
-		sub := dir
+		sub := filepath.Join(dir, jb.prefix)
 		if len(engines) > 1 {
-			sub = filepath.Join(dir, engine)
 			fmt.Fprintln(env.Stdout)
 		}
 		if err := rep.WriteTable(env.Stdout); err != nil {
@@ -299,4 +335,13 @@ func validateCmd(_ context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s: ok (%d scenarios, %d designs)\n", file, len(f.Names()), len(f.DesignNames()))
 	return nil
+}
+
+// loadScenario loads scenario name from file with the --set overrides.
+func loadScenario(file, name string, sets []string) (*scenario.Scenario, error) {
+	f, err := scenario.Load(file, &scenario.Options{Set: sets, Target: name})
+	if err != nil {
+		return nil, err
+	}
+	return f.Scenario(name)
 }
