@@ -32,8 +32,11 @@ type Exit struct {
 
 func (e Exit) String() string {
 	s := fmt.Sprintf("replica %d (pid %d) exited unexpectedly: %s", e.Slot, e.PID, e.Status)
-	if e.Output != "" {
-		s += "; its last output: " + e.Output
+	if o := e.Output; o != "" {
+		if len(o) > 300 {
+			o = "…" + strings.ToValidUTF8(o[len(o)-300:], "")
+		}
+		s += "; its last output: " + o
 	}
 	return s
 }
