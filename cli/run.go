@@ -43,6 +43,7 @@ type runFlags struct {
 	noCharts bool
 	noThresh bool
 	repeat   int
+	target   string
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
@@ -64,6 +65,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time), live (real replicas, LB, Redis and SSE clients on loopback), or both: the two on the same seed, compared in agreement.md (exit 98 outside the scenario's agreement tolerances)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table (it is sized for the scenario as written, not for --set changes)")
+	fs.StringVar(&f.target, "target", "", "aim the live clients at this MCP `URL`, a server stormsim does not control (--set server.url=URL); faults that need its processes are refused")
 	fs.IntVar(&f.repeat, "repeat", 1, "with --engine both: run each engine `N` times, on seeds seed..seed+N-1, and compare the pooled counts (repeat-<i>/sim and repeat-<i>/live hold each run)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -88,6 +90,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			return usagef("run: --seed %q is not an integer in 0..9223372036854775807", f.seed)
 		}
 		sets = append(sets, "seed="+f.seed)
+	}
+	if f.target != "" {
+		if f.engine == "sim" {
+			return usagef("run: --target aims the live clients at a server: use --engine live or both")
+		}
+		sets = append(sets, targetSets(f.target)...)
 	}
 	file, err := scenario.Load(f.file, &scenario.Options{Set: sets, Target: name})
 	if err != nil {
