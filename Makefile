@@ -7,7 +7,7 @@ REDIS    ?=
 BIN      := bin/stormsim
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan agree calibrate test lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build sim live plan agree agree-live-smoke agree-crash-round-robin calibrate test lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -28,17 +28,26 @@ plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the lo
 	./$(BIN) plan $(SCENARIO) --out $(OUT) $(ARGS)
 
 # make agree: the simulator against the live engine on the same seed; exit 98 where they disagree.
-# round-robin has no faults and runs shortened; crash keeps its fault at 120 s with fewer clients and designs.
-# Their expect tables are sized for the full scenarios, so these two runs judge agreement only.
-AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=3s
+# Two branches run at once, so that the samples are large enough (one standard error of each compared
+# fraction at most a third of its tolerance) within 5 minutes: live-smoke twice (--repeat 2, 300 clients,
+# random drops every 3 s), and crash (its fault stays at 120 s; 200 clients, 3 designs) then round-robin
+# (no faults, so it runs shortened) twice. Their expect tables are sized for the scenarios as written,
+# so these runs judge agreement only.
+AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=1500ms
 agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md per run, exit 98 on a disagreement
-	./$(BIN) run live-smoke --engine both --parallel 3 --no-charts --quiet --out $(OUT) $(ARGS)
-	./$(BIN) run round-robin --engine both --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
-		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
+	$(MAKE) --no-print-directory -j2 agree-live-smoke agree-crash-round-robin
+	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
+
+agree-live-smoke:
+	./$(BIN) run live-smoke --engine both --repeat 2 --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) \
+		--set workload.clients=300 --set workload.arrival_rate=150 --set workload.drop_every=3s $(ARGS)
+
+agree-crash-round-robin:
 	./$(BIN) run crash --engine both --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
 		--set duration=135s --set drain=5s --set workload.clients=200 --set workload.arrival_rate=50 \
 		--set 'designs=["memory-sticky","redis-events","redis-shared"]' $(ARGS)
-	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
+	./$(BIN) run round-robin --engine both --repeat 2 --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
+		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
 
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)

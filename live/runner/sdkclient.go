@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -356,7 +357,7 @@ type watched struct {
 	io.ReadCloser
 	c      *sdkClient
 	ri     int
-	n      int64
+	n      atomic.Int64 // Read and Close may come from different goroutines
 	cancel context.CancelFunc
 	timer  *time.Timer
 	once   sync.Once
@@ -364,7 +365,7 @@ type watched struct {
 
 func (w *watched) Read(p []byte) (int, error) {
 	n, err := w.ReadCloser.Read(p)
-	w.n += int64(n)
+	w.n.Add(int64(n))
 	if err != nil {
 		w.end()
 	}
@@ -385,7 +386,7 @@ func (w *watched) end() {
 		c := w.c
 		c.mu.Lock()
 		r := &c.hist.Requests[w.ri]
-		r.Closed, r.BytesIn = c.now(), w.n
+		r.Closed, r.BytesIn = c.now(), w.n.Load()
 		if c.cur == w.ri {
 			c.cur, c.cancel = -1, nil
 		}
