@@ -69,9 +69,9 @@ type Agreement struct {
 	Seed     uint64 `json:"seed"`
 	// Repeats is how many runs of each engine were pooled (--repeat), on
 	// seeds Seed, Seed+1, …; 0 or 1 for one.
-	Repeats int `json:"repeats,omitempty"`
-	Rows     []Row  `json:"rows"`
-	Failed   int    `json:"failed"`
+	Repeats int   `json:"repeats,omitempty"`
+	Rows    []Row `json:"rows"`
+	Failed  int   `json:"failed"`
 	// Inconclusive counts rows whose sample was too small to judge.
 	Inconclusive int `json:"inconclusive"`
 }
