@@ -36,11 +36,15 @@ func main() {
 	port := flag.Int("port", 8080, "TCP port on 127.0.0.1")
 	path := flag.String("path", "/mcp", "the MCP endpoint")
 	drain := flag.Duration("drain", 10*time.Second, "how long running calls may finish after SIGTERM")
+	flag.BoolVar(&progress, "progress", true, "send progress notifications (false: only the result, which stormsim can judge for completion and latency alone)")
 	flag.Parse()
 	if err := serve(*port, *path, *drain); err != nil {
 		log.Fatal(err)
 	}
 }
+
+// progress is whether stream sends its progress notifications.
+var progress = true
 
 type streamArgs struct {
 	Events     int `json:"events" jsonschema:"how many events the call streams: progress notifications plus the result"`
@@ -63,7 +67,7 @@ func stream(ctx context.Context, req *mcp.CallToolRequest, a streamArgs) (*mcp.C
 			return nil, nil, ctx.Err()
 		case <-tick.C:
 		}
-		if i < a.Events && token != nil {
+		if i < a.Events && token != nil && progress {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ //nolint:errcheck // a lost notification is what stormsim measures
 				ProgressToken: token, Progress: float64(i), Total: float64(a.Events), Message: pad})
 		}

@@ -425,3 +425,28 @@ restart = "echo $STORMSIM_FAULT $STORMSIM_REPLICA > hooked"
 		t.Errorf("the restart's fault_hook: wrote %q, chart label %q, notes %q", hooked, label, d.Notes)
 	}
 }
+
+// TestOwnServerNoProgress: a server that sends no progress notifications
+// gets a note that only completion and latency can be judged, and the run
+// still reports its calls and latency.
+func TestOwnServerNoProgress(t *testing.T) {
+	exe := ownServerBin(t)
+	file := filepath.Join(t.TempDir(), "n.toml")
+	cmd := strconv.Quote(exe + " -port {port} -progress=false")
+	if err := os.WriteFile(file, []byte(strings.Replace(strings.Replace(failing, "[scenario.f]", "[scenario.f]\n", 1), "%s", cmd, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := loadFile(t, file, "f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), sc, &Options{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.Report.Designs[0]
+	t.Logf("calls %d completed %d, delivered %d of %d; notes %q", d.Totals.Calls, d.Totals.CallsCompleted, d.Totals.EventsDelivered, d.Totals.EventsExpected, d.Notes)
+	if !strings.Contains(strings.Join(d.Notes, " "), "sent no progress notifications") || d.Totals.CallsCompleted == 0 || d.HTTP == nil || d.HTTP.Requests == 0 {
+		t.Errorf("notes %q, %d calls completed, http %v: want the note, completed calls and the HTTP summary", d.Notes, d.Totals.CallsCompleted, d.HTTP)
+	}
+}
