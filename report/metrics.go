@@ -41,6 +41,9 @@ func IsMetric(name string) bool { return slices.Contains(MetricNames(), name) }
 func (d *Design) Metric(name string) (v *float64, ok bool) {
 	f := func(x float64) *float64 { return &x }
 	t := d.Totals
+	if d.IsUnknown(name) && IsMetric(name) {
+		return nil, true // the run could not know it: n/a, never a pass
+	}
 	switch name {
 	case "lost_purged":
 		return f(float64(t.LostByCause.Purged)), true

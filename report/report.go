@@ -9,7 +9,12 @@
 //	events_expected = events_delivered + events_lost + events_pending
 package report
 
-import vegeta "github.com/tsenart/vegeta/v12/lib"
+import (
+	"slices"
+	"strings"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
 
 // Schema is the version of report.json this package writes and reads.
 const Schema = 1
@@ -74,6 +79,24 @@ const JudgedClientSide = "client-side"
 // ClientSideUnknown are the totals a client-side judgement cannot know:
 // they need the server's production log.
 var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "lost_by_cause.unproduced", "store_peak_ops_per_s"}
+
+// NoProgressUnknown are the totals a server that sends no progress
+// notifications leaves unknown as well: the clients see each call's result
+// and nothing of its events.
+var NoProgressUnknown = []string{"events_delivered", "events_lost", "events_replayed", "events_pending", "events_duplicated",
+	"events_out_of_order", "lost_by_cause.purged", "lost_by_cause.abandoned", "lost_by_cause.other", "lost_fraction"}
+
+// IsUnknown reports whether d's judgement could not know metric name (a
+// totals key, a lost_by_cause key or a metric derived from them).
+func (d *Design) IsUnknown(name string) bool {
+	if len(d.Unknown) == 0 {
+		return false
+	}
+	if cause, ok := strings.CutPrefix(name, "lost_"); ok && cause != "fraction" {
+		name = "lost_by_cause." + cause
+	}
+	return slices.Contains(d.Unknown, name)
+}
 
 // Totals are the counts of DOMAIN.md §6.
 type Totals struct {

@@ -93,15 +93,21 @@ func (r *Report) TableRows() ([]string, [][]string) {
 	var rows [][]string
 	for _, d := range r.Designs {
 		t := d.Totals
-		unproduced := strconv.FormatInt(t.EventsUnproduced, 10)
-		if d.Judged == JudgedClientSide {
-			unproduced = "n/a"
+		count := func(key string, v int64) string {
+			if d.IsUnknown(key) {
+				return "n/a"
+			}
+			return strconv.FormatInt(v, 10)
+		}
+		lostPct := pct(t.EventsLost, t.EventsExpected)
+		if d.IsUnknown("events_lost") {
+			lostPct = "n/a"
 		}
 		rows = append(rows, []string{
 			d.Name, d.LB, d.Profile,
 			strconv.FormatInt(t.Calls, 10), strconv.FormatInt(t.CallsCompleted, 10), strconv.FormatInt(t.CallsFailed, 10), strconv.FormatInt(t.CallsReissued, 10),
-			strconv.FormatInt(t.EventsExpected, 10), strconv.FormatInt(t.EventsLost, 10), pct(t.EventsLost, t.EventsExpected),
-			strconv.FormatInt(t.EventsReplayed, 10), unproduced,
+			strconv.FormatInt(t.EventsExpected, 10), count("events_lost", t.EventsLost), lostPct,
+			count("events_replayed", t.EventsReplayed), count("events_unproduced", t.EventsUnproduced),
 			strconv.FormatInt(t.HTTP404, 10), strconv.FormatFloat(t.Rate404, 'f', 3, 64),
 			strconv.FormatInt(t.Resumes, 10), strconv.FormatInt(t.Reconnects, 10),
 			fmtOpt(d.ReplayLatencyMS.P50), fmtOpt(d.ReplayLatencyMS.P99), fmtOpt(d.RecoveryLatencyMS.P50),

@@ -133,12 +133,12 @@ func discoverTool(ctx context.Context, hc *http.Client, endpoint, era string) (s
 
 // ownNotes says how a design with a server the user brings was judged,
 // and what the clients saw that the report should flag.
-func ownNotes(o *scenario.OwnServer, tool string, h *check.History) []string {
+func ownNotes(o *scenario.OwnServer, tool string, h *check.History) (notes []string, noProgress bool) {
 	how := "server.command: stormsim ran the replicas and its LB"
 	if o.URL != "" {
 		how = "server.url: the clients talked to " + o.URL + " directly"
 	}
-	notes := []string{
+	notes = []string{
 		"a server you bring (" + how + "; tool " + tool + ")",
 		"judged from the client side alone: progress notifications give each event's index, the result ends the call; " +
 			"the server's production log is unknown, so " + strings.Join(report.ClientSideUnknown, ", ") + " are not known (0 in report.json, n/a in the table)",
@@ -159,9 +159,9 @@ func ownNotes(o *scenario.OwnServer, tool string, h *check.History) []string {
 	}
 	if long && !progress {
 		notes = append(notes, "the server sent no progress notifications (with the call's progressToken): only completion and latency can be judged; "+
-			"delivered, lost, replayed and the resume figures count the result alone")
+			"the event counts ("+strings.Join(report.NoProgressUnknown, ", ")+") are not known (n/a in the table and to thresholds)")
 	}
-	return notes
+	return notes, long && !progress
 }
 
 // hookEnv is the environment a fault hook runs with.

@@ -449,4 +449,19 @@ func TestOwnServerNoProgress(t *testing.T) {
 	if !strings.Contains(strings.Join(d.Notes, " "), "sent no progress notifications") || d.Totals.CallsCompleted == 0 || d.HTTP == nil || d.HTTP.Requests == 0 {
 		t.Errorf("notes %q, %d calls completed, http %v: want the note, completed calls and the HTTP summary", d.Notes, d.Totals.CallsCompleted, d.HTTP)
 	}
+	// The event counts are unknown: n/a to thresholds and in the table,
+	// while calls, 404s and latency are still judged.
+	for _, m := range []string{"events_lost", "lost_fraction", "events_delivered", "lost_abandoned"} {
+		if v, ok := d.Metric(m); !ok || v != nil {
+			t.Errorf("%s reads %v, want n/a", m, v)
+		}
+	}
+	for _, m := range []string{"calls_completed", "http_404", "recovery_latency_ms_p50"} {
+		if _, ok := d.Metric(m); !ok || d.IsUnknown(m) {
+			t.Errorf("%s is unknown", m)
+		}
+	}
+	if _, rows := out.Report.TableRows(); rows[0][8] != "n/a" || rows[0][9] != "n/a" {
+		t.Errorf("table row %q: want lost n/a", rows[0])
+	}
 }

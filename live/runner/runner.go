@@ -447,7 +447,11 @@ loop:
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	if own != nil {
 		row.Judged, row.Unknown = report.JudgedClientSide, report.ClientSideUnknown
-		row.Notes = append(row.Notes, ownNotes(own, dr.tool, h)...)
+		notes, noProgress := ownNotes(own, dr.tool, h)
+		if noProgress {
+			row.Unknown = append(slices.Clone(report.ClientSideUnknown), report.NoProgressUnknown...)
+		}
+		row.Notes = append(row.Notes, notes...)
 		for _, x := range exits {
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
 		}
