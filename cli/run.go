@@ -99,6 +99,10 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	file, err := scenario.Load(f.file, &scenario.Options{Set: sets, Target: name})
 	if err != nil {
+		if f.target != "" {
+			// The pair --target stands for is the user's --target.
+			return usagef("%s", strings.ReplaceAll(err.Error(), "--set server.url", "--target "+f.target))
+		}
 		return usageError{err}
 	}
 	sc, err := file.Scenario(name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -31,9 +32,11 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 	switch d.Events {
 	case topology.EventsMemory:
 		es := mcp.NewMemoryEventStore(nil)
+		limit := math.MaxInt // memory_cap_bytes = 0: no cap, as in the model (the SDK's own default is 10 MiB)
 		if d.Store.MemoryCapBytes > 0 {
-			es.SetMaxBytes(int(d.Store.MemoryCapBytes))
+			limit = int(d.Store.MemoryCapBytes)
 		}
+		es.SetMaxBytes(limit)
 		cfg.Events = es
 	case topology.EventsRedis:
 		if redisAddr == "" {

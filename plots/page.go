@@ -51,12 +51,12 @@ func page(r *report.Report, charts []Chart, files map[string][]byte) ([]byte, er
 	d := pageData{R: r, Duration: strconv.FormatFloat(r.DurationS, 'g', -1, 64), Head: head}
 	for i, f := range r.Faults {
 		d.Faults = append(d.Faults, faultRow{i, f.Kind, f.Label, g(f.AtS), g(f.UntilS)})
-		d.FaultIDs = append(d.FaultIDs, i)
 	}
+	d.FaultIDs = report.RecoveryFaults(r.Faults)
 	for i := range r.Designs {
 		des := &r.Designs[i]
 		d.Rows = append(d.Rows, designRow{Color: StyleOf(des.Name).Hex(), Cells: rows[i]})
-		if len(r.Faults) > 0 {
+		if len(d.FaultIDs) > 0 {
 			d.Recovery = append(d.Recovery, recoveryRow{Design: des.Name, Cells: recoveryCells(des)})
 		}
 	}

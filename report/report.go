@@ -78,12 +78,14 @@ const JudgedClientSide = "client-side"
 
 // ClientSideUnknown are the totals a client-side judgement cannot know:
 // they need the server's production log.
-var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "lost_by_cause.unproduced", "store_peak_ops_per_s"}
+// (events_replayed too: which events on a resume stream had been produced
+// before it was answered needs the production times).
+var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_ops_per_s"}
 
 // NoProgressUnknown are the totals a server that sends no progress
 // notifications leaves unknown as well: the clients see each call's result
 // and nothing of its events.
-var NoProgressUnknown = []string{"events_delivered", "events_lost", "events_replayed", "events_pending", "events_duplicated",
+var NoProgressUnknown = []string{"events_delivered", "events_lost", "events_pending", "events_duplicated",
 	"events_out_of_order", "lost_by_cause.purged", "lost_by_cause.abandoned", "lost_by_cause.other", "lost_fraction"}
 
 // IsUnknown reports whether d's judgement could not know metric name (a

@@ -70,7 +70,12 @@ const SmoothS = 5
 // the baseline, so that a noisy baseline does not read as a storm.
 // A fault that causes no excursion recovers in 0 s; one whose rates are
 // still out of the band when the run (or the next fault) comes gets nil.
-func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
+func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
+	ids := RecoveryFaults(all)
+	faults := make([]Fault, len(ids))
+	for k, i := range ids {
+		faults[k] = all[i]
+	}
 	out := make([]FaultRecovery, len(faults))
 	n := len(s.Reconnects)
 	step := s.StepS
@@ -78,7 +83,7 @@ func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 		step = 1
 	}
 	for i, f := range faults {
-		out[i].Fault = i
+		out[i].Fault = ids[i]
 		at := int(f.AtS / step)
 		if at >= n {
 			continue
@@ -133,4 +138,21 @@ func RecoveryAfterFaults(s *Series, faults []Fault) []FaultRecovery {
 		}
 	}
 	return out
+}
+
+// KindExit marks a replica of a server the user brought exiting when
+// nobody stopped it: a mark on the charts, not a scheduled fault, and it
+// happened in one design only.
+const KindExit = "exit"
+
+// RecoveryFaults are the indices of the faults that get a time to recover:
+// every scheduled fault, and no exit mark.
+func RecoveryFaults(faults []Fault) []int {
+	var ids []int
+	for i, f := range faults {
+		if f.Kind != KindExit {
+			ids = append(ids, i)
+		}
+	}
+	return ids
 }

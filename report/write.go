@@ -175,13 +175,13 @@ func (r *Report) Markdown() []byte {
 			fmt.Fprintf(&b, "- %s: %s\n", d.Name, n)
 		}
 	}
-	if len(r.Faults) > 0 {
+	if ids := RecoveryFaults(r.Faults); len(ids) > 0 {
 		b.WriteString("\n## Time to recover (s)\n\n| design |")
-		for i := range r.Faults {
+		for _, i := range ids {
 			fmt.Fprintf(&b, " fault %d |", i)
 		}
 		b.WriteString("\n|---|")
-		for range r.Faults {
+		for range ids {
 			b.WriteString("---|")
 		}
 		b.WriteString("\n")

@@ -223,6 +223,17 @@ func (ld *loader) ownServer(d *Design, dt designTop, dl *layer, layers []*layer,
 				strings.Join(topology.Servers, ", "), d.Name, strings.ToLower(typ))
 		}
 	}
+	if own != nil && dl != nil && dl.defined("server") {
+		// --set server.* (and run --target, which stands for it) wins over
+		// a design's own [server] table too: it is what the user asked for
+		// on this run.
+		for i, l := range layers {
+			if l.where == "--set" && l.defined("server") {
+				ld.decode(l, sub[i].Server, own)
+				srcs = append(srcs, l)
+			}
+		}
+	}
 	if own == nil {
 		return
 	}

@@ -62,3 +62,28 @@ drain_limit = "7s"
 		}
 	}
 }
+
+// --set server.* wins over a design's own [server] table: run --target on a
+// scenario whose design brings a command aims at the URL and starts nothing.
+func TestOwnServerSetWinsOverDesign(t *testing.T) {
+	t.Parallel()
+	f, err := Parse("s.toml", []byte(`
+[design.mine]
+mode = "stateful"
+sessions = "local"
+events = "memory"
+[design.mine.server]
+command = "node server.mjs --port {port}"
+endpoint = "/rpc"
+[scenario.s]
+designs = ["mine"]
+duration = "10s"
+`), &Options{Set: []string{`server.url="http://staging.example:8080/rpc"`, `server.command=""`}, Target: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := f.Scenario("s")
+	if o := sc.Designs[0].Own; o == nil || o.URL != "http://staging.example:8080/rpc" || o.Command != "" || o.Endpoint != "/rpc" {
+		t.Errorf("own server %+v: want the --set url, no command, the design's endpoint", o)
+	}
+}

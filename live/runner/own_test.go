@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -283,7 +284,7 @@ func TestOwnServerFailures(t *testing.T) {
 				}
 				marked := false
 				for _, f := range out.Report.Faults {
-					marked = marked || (f.Kind == "exit" && f.AtS > 2 && f.AtS < 5)
+					marked = marked || (f.Kind == "exit" && f.AtS > 2 && f.AtS < 7) // killed about 3 s in
 				}
 				applied := false
 				for _, a := range out.Histories[d.Name].Faults {
@@ -421,7 +422,7 @@ restart = "echo $STORMSIM_FAULT $STORMSIM_REPLICA > hooked"
 	}
 	t.Logf("hook wrote %q; chart label %q", hooked, label)
 	if strings.TrimSpace(string(hooked)) != "restart 1" || !strings.Contains(label, "(fault_hook)") ||
-		!strings.Contains(strings.Join(d.Notes, " "), "fault_hook for restart (faults[1]) ran at 2.0 s") {
+		!regexp.MustCompile(`fault_hook for restart \(faults\[1\]\) ran at 2\.[0-9] s`).MatchString(strings.Join(d.Notes, " ")) {
 		t.Errorf("the restart's fault_hook: wrote %q, chart label %q, notes %q", hooked, label, d.Notes)
 	}
 }

@@ -423,7 +423,7 @@ loop:
 	for _, x := range exits {
 		at := x.At.Sub(dr.t0)
 		applied = append(applied, check.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
-		marks = append(marks, report.Fault{Kind: "exit", Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds()})
+		marks = append(marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds()})
 		if opts.Log != nil {
 			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
 		}

@@ -182,8 +182,8 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 	}
 	for _, ri := range c.streams {
 		r := &c.hist.Requests[ri]
-		if ri == last && (outcome == clients.Completed || r.Closed == 0) {
-			continue // carried the result, or still open at the end
+		if ri == last && (outcome == clients.Completed || end < 0 || r.Closed == 0) {
+			continue // carried the result, or open when the run ended (the SDK closes it then)
 		}
 		cause, ok := c.why[ri]
 		if !ok {
@@ -273,6 +273,12 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	kind := sdkKind(req, body)
+	if c.now() >= int64(c.d.sc.Duration+c.d.sc.Drain) {
+		// The run is over: the SDK's own cleanup (notifications/cancelled,
+		// the DELETE of its session) is outside the history, as a native
+		// client sends nothing then.
+		return c.tr.RoundTrip(req)
+	}
 	c.mu.Lock()
 	rec := check.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
 		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,6 +119,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 	}
 	dir := filepath.Dir(t.opts.File)
 	cmd := ownCommand(o, dir, slot, port)
+	cmd.WaitDelay = 2 * time.Second // a descendant that left the group and holds the output cannot hold the run
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if t.opts.LogDir != "" {
@@ -160,6 +162,16 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 			t.bal.SetInPool(slot, false)
 		}
 		close(done)
+		// Once the group is gone its id may be reused by an unrelated
+		// process: Close must not signal it then.
+		for i := 0; i < 300 && groupAlive(pid); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !groupAlive(pid) {
+			t.mu.Lock()
+			t.groups = slices.DeleteFunc(t.groups, func(g int) bool { return g == pid })
+			t.mu.Unlock()
+		}
 	}()
 
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -312,6 +324,7 @@ func RunHook(ctx context.Context, dir, command string, env []string) (string, er
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 2 * time.Second // a descendant that left the group and holds the output cannot hold the run
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
