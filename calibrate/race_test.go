@@ -1,0 +1,7 @@
+//go:build race
+
+package calibrate
+
+// raceOn: the race detector slows the Go client several times over, and
+// the client, not Redis, then limits the measured rates and latencies.
+const raceOn = true
