@@ -87,17 +87,11 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		cfg.Store = store.NewMemory(d.Store.MemoryCapBytes, int64(d.Store.MemoryOverheadBytes))
 	}
 	if d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared {
-		if redisAddr == "" {
-			return usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
-		}
-		ropts, err := redisOptions(redisAddr)
+		rs, closeRedis, err := redisStore(d, redisAddr)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
-		ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
-		rdb := redis.NewClient(ropts)
-		defer rdb.Close()
-		rs := store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
+		defer closeRedis()
 		if d.Events == topology.EventsRedis {
 			cfg.Store = rs
 		}
@@ -171,4 +165,21 @@ func redisOptions(u string) (*redis.Options, error) {
 		return nil, fmt.Errorf("--redis-url %q: %w", u, err)
 	}
 	return o, nil
+}
+
+// redisStore connects design d's Redis store at redisAddr, with the
+// design's timeouts, retention and caps; done closes the store and the
+// connection.
+func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done func(), err error) {
+	if redisAddr == "" {
+		return nil, nil, usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
+	}
+	ropts, err := redisOptions(redisAddr)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
+	rdb := redis.NewClient(ropts)
+	rs = store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
+	return rs, func() { rs.Close(); rdb.Close() }, nil
 }

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stormsim/stormsim/live/sdkreplica"
-	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -39,18 +37,11 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		es.SetMaxBytes(limit)
 		cfg.Events = es
 	case topology.EventsRedis:
-		if redisAddr == "" {
-			return usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
-		}
-		ropts, err := redisOptions(redisAddr)
+		rs, closeRedis, err := redisStore(d, redisAddr)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
-		ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
-		rdb := redis.NewClient(ropts)
-		defer rdb.Close()
-		rs := store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
-		defer rs.Close()
+		defer closeRedis()
 		cfg.Events = sdkreplica.NewEventStore(rs)
 	}
 	if logPath != "" {
