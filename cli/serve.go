@@ -106,40 +106,9 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		cfg.Log = f
 	}
 	srv := replica.New(cfg)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !srv.Healthy() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	ln, err := net.Listen("tcp", addr)
+	hs, drain, err := listenAndWait(ctx, env, addr, srv, srv.Healthy)
 	if err != nil {
 		return err
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln) //nolint:errcheck // ends with Close below
-	fmt.Fprintf(env.Stdout, "listening on http://%s/mcp\n", ln.Addr())
-	if f, ok := env.Stdout.(*os.File); ok {
-		f.Sync()
-	}
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
-	drain := false
-	select {
-	case <-term:
-		drain = true
-	case <-ctx.Done():
-		// The command's context ends on SIGINT and SIGTERM alike: SIGTERM
-		// reaches term as well, SIGINT does not.
-		select {
-		case <-term:
-			drain = true
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 	if drain {
 		srv.Drain() // returns once the calls are done or the drain limit passed
@@ -182,4 +151,46 @@ func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done fun
 	rdb := redis.NewClient(ropts)
 	rs = store.NewRedis(rdb, &store.RedisOptions{MaxLen: int64(d.Store.RedisMaxLen), TTL: d.Store.RedisTTL, SessionTTL: time.Hour})
 	return rs, func() { rs.Close(); rdb.Close() }, nil
+}
+
+// listenAndWait serves mcp on /mcp and a health check on /healthz (503 when
+// healthy says no) at addr, prints "listening on http://ADDR/mcp", and
+// waits for SIGTERM (drain: true) or the end of ctx (false). The caller
+// shuts hs down.
+func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool) (hs *http.Server, drain bool, err error) {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) //nolint:errcheck // ends with the caller's Shutdown or Close
+	fmt.Fprintf(env.Stdout, "listening on http://%s/mcp\n", ln.Addr())
+	if f, ok := env.Stdout.(*os.File); ok {
+		f.Sync()
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	select {
+	case <-term:
+		return hs, true, nil
+	case <-ctx.Done():
+		// The command's context ends on SIGINT and SIGTERM alike: SIGTERM
+		// reaches term as well, SIGINT does not.
+		select {
+		case <-term:
+			return hs, true, nil
+		case <-time.After(100 * time.Millisecond):
+			return hs, false, nil
+		}
+	}
 }

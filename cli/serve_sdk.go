@@ -3,13 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,32 +48,13 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		cfg.Log = f
 	}
 	srv := sdkreplica.New(cfg)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	ln, err := net.Listen("tcp", addr)
+	hs, drain, err := listenAndWait(ctx, env, addr, srv, func() bool { return true })
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln) //nolint:errcheck // ends with Shutdown or Close below
-	fmt.Fprintf(env.Stdout, "listening on http://%s/mcp\n", ln.Addr())
-	if f, ok := env.Stdout.(*os.File); ok {
-		f.Sync()
-	}
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
 	limit := 100 * time.Millisecond
-	select {
-	case <-term:
+	if drain {
 		limit = d.Replica.DrainLimit
-	case <-ctx.Done():
-		select {
-		case <-term:
-			limit = d.Replica.DrainLimit
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), max(limit, 100*time.Millisecond))
 	defer cancel()
