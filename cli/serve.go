@@ -98,7 +98,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		cfg.Shared = rs
 	}
 	if logPath != "" {
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openLog(logPath)
 		if err != nil {
 			return err
 		}
@@ -193,4 +193,10 @@ func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler,
 			return hs, false, nil
 		}
 	}
+}
+
+// openLog opens a replica's production log for appending: a restarted
+// replica adds to the lines its predecessor wrote.
+func openLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +39,7 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		cfg.Events = sdkreplica.NewEventStore(rs)
 	}
 	if logPath != "" {
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openLog(logPath)
 		if err != nil {
 			return err
 		}
