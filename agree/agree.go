@@ -173,15 +173,15 @@ func CompareRepeats(sims, lives []*report.Report, tol map[string]float64) *Agree
 	if len(sims) == 1 && len(lives) == 1 {
 		return Compare(sims[0], lives[0], tol)
 	}
-	a := Compare(Pool(sims), Pool(lives), tol)
+	a := Compare(pool(sims), pool(lives), tol)
 	a.Repeats = len(lives)
 	return a
 }
 
-// Pool sums the reports' designs into one report, the first's otherwise:
+// pool sums the reports' designs into one report, the first's otherwise:
 // the totals the agreement rows read are added up, and each replay
 // percentile is the mean over the reports that have one.
-func Pool(reps []*report.Report) *report.Report {
+func pool(reps []*report.Report) *report.Report {
 	out := *reps[0]
 	out.Designs = nil
 	for _, d0 := range reps[0].Designs {

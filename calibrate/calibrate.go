@@ -359,10 +359,10 @@ func (r *Result) derive() {
 	base := max(r.AppendCost-perEvent, 0)
 	r.Store = topology.StoreConfig{
 		Concurrency:          1,
-		ServiceBase:          sig3(base),
-		ServicePerEvent:      sig3(perEvent),
-		RedisLatency:         sig3(max(r.Replay.A-base, 0)),
-		RedisLatencyPerEvent: sig3(max(r.Replay.B-perEvent, 0)),
+		ServiceBase:          Sig3(base),
+		ServicePerEvent:      Sig3(perEvent),
+		RedisLatency:         Sig3(max(r.Replay.A-base, 0)),
+		RedisLatencyPerEvent: Sig3(max(r.Replay.B-perEvent, 0)),
 		RedisBytesFactor:     r.Memory.Factor,
 		RedisOverheadBytes:   r.Memory.Overhead,
 	}
@@ -413,8 +413,8 @@ func (m *measurer) redisCPU(ctx context.Context) (time.Duration, bool) {
 	return read("used_cpu_sys", "used_cpu_user")
 }
 
-// sig3 rounds d to three significant digits.
-func sig3(d time.Duration) time.Duration {
+// Sig3 rounds d to three significant digits (0 for d ≤ 0).
+func Sig3(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}

@@ -113,21 +113,21 @@ func (r *Result) Model(command, include string) ([]byte, error) {
 			GoVersion:  runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 			EventBytes: r.EventBytes, ReplayEvents: r.ReplayEvents, Pipeline: r.Pipeline,
 			Elapsed:    r.Elapsed.Round(100 * time.Millisecond),
-			AppendCost: sig3(r.AppendCost), ReplayCost: sig3(r.ReplayCost), CostFrom: r.CostFrom,
+			AppendCost: Sig3(r.AppendCost), ReplayCost: Sig3(r.ReplayCost), CostFrom: r.CostFrom,
 			AppendLatency: latTable(r.Append),
-			ReplayFit:     fitTable{Lengths: r.Replay.Lengths, A: sig3(r.Replay.A), B: sig3(r.Replay.B)},
+			ReplayFit:     fitTable{Lengths: r.Replay.Lengths, A: Sig3(r.Replay.A), B: Sig3(r.Replay.B)},
 			Memory: memoryTable{Sizes: r.Memory.Sizes, BytesPerEvent: r.Memory.BytesPerEvent,
 				Streams: r.Memory.Streams, EventsPerStream: r.Memory.EventsPerStream, AtEventBytes: r.Memory.AtEventBytes},
 		},
 	}
 	for _, p := range r.Replay.P50 {
-		f.Source.ReplayFit.P50 = append(f.Source.ReplayFit.P50, sig3(p))
+		f.Source.ReplayFit.P50 = append(f.Source.ReplayFit.P50, Sig3(p))
 	}
 	for _, st := range r.Steps {
 		f.Source.Steps = append(f.Source.Steps, stepTable{
-			Concurrency: st.Concurrency, AppendOpsPerS: int64(math.Round(st.AppendOpsPerS)), AppendCPU: sig3(st.AppendCPU),
-			PipelinedOpsPerS: int64(math.Round(st.PipelinedOpsPerS)), PipelinedCPU: sig3(st.PipelinedCPU),
-			ReplayOpsPerS: int64(math.Round(st.ReplayOpsPerS)), ReplayCPU: sig3(st.ReplayCPU),
+			Concurrency: st.Concurrency, AppendOpsPerS: int64(math.Round(st.AppendOpsPerS)), AppendCPU: Sig3(st.AppendCPU),
+			PipelinedOpsPerS: int64(math.Round(st.PipelinedOpsPerS)), PipelinedCPU: Sig3(st.PipelinedCPU),
+			ReplayOpsPerS: int64(math.Round(st.ReplayOpsPerS)), ReplayCPU: Sig3(st.ReplayCPU),
 			AppendLatency: latTable(st.Append), ReplayLatency: latTable(st.Replay),
 		})
 	}
@@ -142,5 +142,5 @@ func (r *Result) Model(command, include string) ([]byte, error) {
 }
 
 func latTable(l Latency) latencyTable {
-	return latencyTable{P50: sig3(l.P50), P90: sig3(l.P90), P99: sig3(l.P99), Samples: l.Samples}
+	return latencyTable{P50: Sig3(l.P50), P90: Sig3(l.P90), P99: Sig3(l.P99), Samples: l.Samples}
 }

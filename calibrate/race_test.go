@@ -3,5 +3,5 @@
 package calibrate
 
 // raceOn: the race detector slows the Go client several times over, and
-// the client, not Redis, then limits the measured rates and latencies.
+// the client, not Redis, then sets the measured rates and latencies.
 const raceOn = true

@@ -187,43 +187,24 @@ func printCalibration(env *Env, r *calibrate.Result, out string) {
 	fmt.Fprintf(tw, "concurrency\tappends/s\tp50\tp99\tpipelined/s\treplays/s\tp50\tp99\tredis CPU: append\tpipelined\treplay\t\n")
 	for _, s := range r.Steps {
 		fmt.Fprintf(tw, "%d\t%.0f\t%v\t%v\t%.0f\t%.0f\t%v\t%v\t%v\t%v\t%v\t\n", s.Concurrency,
-			s.AppendOpsPerS, short(s.Append.P50), short(s.Append.P99), s.PipelinedOpsPerS,
-			s.ReplayOpsPerS, short(s.Replay.P50), short(s.Replay.P99),
-			short(s.AppendCPU), short(s.PipelinedCPU), short(s.ReplayCPU))
+			s.AppendOpsPerS, calibrate.Sig3(s.Append.P50), calibrate.Sig3(s.Append.P99), s.PipelinedOpsPerS,
+			s.ReplayOpsPerS, calibrate.Sig3(s.Replay.P50), calibrate.Sig3(s.Replay.P99),
+			calibrate.Sig3(s.AppendCPU), calibrate.Sig3(s.PipelinedCPU), calibrate.Sig3(s.ReplayCPU))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "(replays of %d events; appends pipelined %d deep; redis CPU is its main thread's time per operation)\n\n", r.ReplayEvents, r.Pipeline)
-	fmt.Fprintf(w, "append latency at concurrency 1: p50 %v, p90 %v, p99 %v\n", short(r.Append.P50), short(r.Append.P90), short(r.Append.P99))
+	fmt.Fprintf(w, "append latency at concurrency 1: p50 %v, p90 %v, p99 %v\n", calibrate.Sig3(r.Append.P50), calibrate.Sig3(r.Append.P90), calibrate.Sig3(r.Append.P99))
 	var p50s []string
 	for i, n := range r.Replay.Lengths {
-		p50s = append(p50s, fmt.Sprintf("%d: %v", n, short(r.Replay.P50[i])))
+		p50s = append(p50s, fmt.Sprintf("%d: %v", n, calibrate.Sig3(r.Replay.P50[i])))
 	}
-	fmt.Fprintf(w, "replay latency at concurrency 1: %v + %v × events (p50 by length, %s)\n", short(r.Replay.A), short(r.Replay.B), strings.Join(p50s, ", "))
+	fmt.Fprintf(w, "replay latency at concurrency 1: %v + %v × events (p50 by length, %s)\n", calibrate.Sig3(r.Replay.A), calibrate.Sig3(r.Replay.B), strings.Join(p50s, ", "))
 	fmt.Fprintf(w, "memory: %.1f B per %d-byte event held in Redis\n", r.Memory.AtEventBytes, r.EventBytes)
-	fmt.Fprintf(w, "cost to Redis (%s): %v per pipelined append, %v per replay of %d events\n\n", r.CostFrom, short(r.AppendCost), short(r.ReplayCost), r.ReplayEvents)
+	fmt.Fprintf(w, "cost to Redis (%s): %v per pipelined append, %v per replay of %d events\n\n", r.CostFrom, calibrate.Sig3(r.AppendCost), calibrate.Sig3(r.ReplayCost), r.ReplayEvents)
 	s := r.Store
 	fmt.Fprintf(w, "[store]\nredis_latency = %q\nredis_latency_per_event = %q\nconcurrency = %d\nservice_base = %q\nservice_per_event = %q\nredis_bytes_factor = %v\nredis_overhead_bytes = %d\n\n",
 		s.RedisLatency, s.RedisLatencyPerEvent, s.Concurrency, s.ServiceBase, s.ServicePerEvent, s.RedisBytesFactor, s.RedisOverheadBytes)
 	fmt.Fprintf(w, "wrote %s (include it with store_model = %q, relative to the scenarios file)\n", out, filepath.ToSlash(filepath.Clean(out)))
-}
-
-// short rounds a duration to three significant digits for the table.
-func short(d time.Duration) time.Duration {
-	switch {
-	case d >= 100*time.Millisecond:
-		return d.Round(time.Millisecond)
-	case d >= 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	case d >= 100*time.Microsecond:
-		return d.Round(time.Microsecond)
-	case d >= 10*time.Microsecond:
-		return d.Round(100 * time.Nanosecond)
-	case d >= time.Microsecond:
-		return d.Round(10 * time.Nanosecond)
-	}
-	return d
 }
 
 // parseInts reads a comma-separated list of integers in lo..hi.

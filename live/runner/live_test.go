@@ -345,6 +345,20 @@ func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int 
 // them made a session request afterwards and those whose first such
 // request was not answered 404.
 func sessionsAfterKill(h *check.History, slot int, at int64) (int, []check.Request) {
+	first := firstAfterKill(h, slot, at)
+	var bad []check.Request
+	for _, q := range first {
+		if q.Status != 404 {
+			bad = append(bad, q)
+		}
+	}
+	return len(first), bad
+}
+
+// firstAfterKill maps each session that ran calls on replica slot before
+// the kill at `at`, and was not deleted by then, to its first session
+// request afterwards (sessions that made none are absent).
+func firstAfterKill(h *check.History, slot int, at int64) map[string]check.Request {
 	onSlot := map[string]bool{}
 	for _, p := range h.Produced {
 		if p.Replica == slot && p.T < at && p.Session != "" {
@@ -365,11 +379,5 @@ func sessionsAfterKill(h *check.History, slot int, at int64) (int, []check.Reque
 			first[q.SessionID] = q
 		}
 	}
-	var bad []check.Request
-	for _, q := range first {
-		if q.Status != 404 {
-			bad = append(bad, q)
-		}
-	}
-	return len(first), bad
+	return first
 }

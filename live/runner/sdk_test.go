@@ -100,25 +100,11 @@ func TestGoSDKFlavours(t *testing.T) {
 	t.Run("ClientsFailOnSessionMissing", func(t *testing.T) {
 		h := out.Histories["memory-sticky-sdk-clients"]
 		slot, at := kill(h)
-		onSlot := map[string]bool{}
-		for _, p := range h.Produced {
-			if p.Replica == slot && p.T < at {
-				onSlot[p.Session] = true
-			}
-		}
-		// Each such session's first request after the kill: a 404 must fail
-		// its call with the SDK's session-missing error.
-		first := map[string]check.Request{}
-		for _, q := range h.Requests {
-			if !q.Session || !onSlot[q.SessionID] || q.Sent < at {
-				continue
-			}
-			if f, ok := first[q.SessionID]; !ok || q.Sent < f.Sent {
-				first[q.SessionID] = q
-			}
-		}
+		// Each session of the killed replica whose first request after the
+		// kill got 404: its call must fail with the SDK's session-missing
+		// error.
 		next := map[string]check.Call{}
-		for s, q := range first {
+		for s, q := range firstAfterKill(h, slot, at) {
 			if q.Status != 404 || q.Seq < 0 {
 				continue
 			}

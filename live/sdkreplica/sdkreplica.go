@@ -46,7 +46,6 @@ type Server struct {
 	cfg     Config
 	handler *mcp.StreamableHTTPHandler
 	logMu   sync.Mutex
-	wg      sync.WaitGroup // running calls
 }
 
 // New returns a replica serving the "stream" tool.
@@ -66,19 +65,6 @@ func New(cfg Config) *Server {
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Wait waits for the running calls to end, up to limit; false if some were
-// still running.
-func (s *Server) Wait(limit time.Duration) bool {
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(limit):
-		return false
-	}
-}
-
 type streamArgs struct {
 	Events     int `json:"events"`
 	IntervalMS int `json:"interval_ms"`
@@ -88,8 +74,6 @@ type streamArgs struct {
 // stream is the tool: events-1 progress notifications, then the result,
 // which is the call's last event. Each is logged before the SDK sends it.
 func (s *Server) stream(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s.wg.Add(1)
-	defer s.wg.Done()
 	var a streamArgs
 	if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
 		return nil, fmt.Errorf("bad arguments: %w", err)
