@@ -190,7 +190,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	charts, err := plots.RenderPlan(planChartData(res), nil)
+	charts, err := plots.RenderPlan(planChartData(res))
 	if err != nil {
 		return err
 	}
@@ -261,8 +261,9 @@ func writePlanSummary(env *Env, g *plan.Grid, rec *plan.Recommendation) {
 }
 
 // planChartData reduces a simulated grid to what the plan charts draw:
-// one panel per combination of the other axes, and the memory store's cap
-// × replicas as its limit wherever a memory design has a cap.
+// one panel per combination of the other axes, the memory store's cap ×
+// replicas as its limit wherever a memory design has a cap, and the Redis
+// model's append ceiling wherever a design keeps its events in Redis.
 func planChartData(res *plan.Result) *plots.PlanData {
 	g := res.Grid
 	sc := g.Scenario()
@@ -280,47 +281,25 @@ func planChartData(res *plan.Result) *plots.PlanData {
 	nl := g.Loads()
 	for k := range g.Groups() {
 		p := plots.PlanPanel{Title: g.GroupLabel(k)}
-		// Each memory design's cap × replicas along the load axis; the
-		// designs that share one are drawn as one line.
-		var limits [][]plots.Point
-		var owners [][]string
-		for _, dn := range g.Designs {
-			var pts []plots.Point
-			for li := range nl {
-				pt := g.Points[k*nl+li]
-				for _, des := range pt.Scenario.Designs {
-					if des.Name == dn && des.Events == topology.EventsMemory && des.Store.MemoryCapBytes > 0 {
-						pts = append(pts, plots.Point{X: pt.Values[0], Y: float64(des.Store.MemoryCapBytes) * float64(pt.Scenario.Replicas)})
-					}
+		pt0 := g.Points[k*nl]
+		p.MemoryLimits = designLimits(g, k, "memory store cap × replicas",
+			func(lim float64) string {
+				return fmt.Sprintf("memory store cap × %d replicas = %s", pt0.Scenario.Replicas, plan.Bytes(int64(lim)))
+			},
+			func(pt *plan.Point, des *scenario.Design) (float64, bool) {
+				if des.Events != topology.EventsMemory || des.Store.MemoryCapBytes <= 0 {
+					return 0, false
 				}
-			}
-			if len(pts) == 0 {
-				continue
-			}
-			found := false
-			for i, l := range limits {
-				if slices.Equal(l, pts) {
-					owners[i] = append(owners[i], dn)
-					found = true
-					break
-				}
-			}
-			if !found {
-				limits, owners = append(limits, pts), append(owners, []string{dn})
-			}
-		}
-		for i, pts := range limits {
-			lim := plots.PlanLimit{Label: "memory store cap × replicas", Points: pts}
-			if slices.IndexFunc(pts, func(q plots.Point) bool { return q.Y != pts[0].Y }) < 0 {
-				// The same at every load: a horizontal line.
-				pt := g.Points[k*nl]
-				lim = plots.PlanLimit{Value: pts[0].Y, Label: fmt.Sprintf("memory store cap × %d replicas = %s", pt.Scenario.Replicas, plan.Bytes(int64(pts[0].Y)))}
-			}
-			if len(limits) > 1 {
-				lim.Label += " (" + strings.Join(owners[i], ", ") + ")"
-			}
-			p.MemoryLimits = append(p.MemoryLimits, lim)
-		}
+				return float64(des.Store.MemoryCapBytes) * float64(pt.Scenario.Replicas), true
+			})
+		p.OpsLimits = designLimits(g, k, "Redis model's append ceiling",
+			func(lim float64) string {
+				return fmt.Sprintf("Redis model's append ceiling = %.0f ops/s", lim)
+			},
+			func(_ *plan.Point, des *scenario.Design) (float64, bool) {
+				c := des.Store.AppendCeiling()
+				return c, des.Events == topology.EventsRedis && c > 0
+			})
 		for li := range nl {
 			for di := range g.Designs {
 				r := &res.Rows[(k*nl+li)*len(g.Designs)+di]
@@ -335,4 +314,49 @@ func planChartData(res *plan.Result) *plots.PlanData {
 		d.Panels = append(d.Panels, p)
 	}
 	return d
+}
+
+// designLimits collects, for panel k, each design's limit along the load
+// axis (limit gives it at a point, false where the design has none). The
+// designs that share one are drawn as one line, named after them when there
+// is more than one; a limit the same at every load is a horizontal line
+// labelled by flat(value), any other is labelled label.
+func designLimits(g *plan.Grid, k int, label string, flat func(float64) string,
+	limit func(*plan.Point, *scenario.Design) (float64, bool)) []plots.PlanLimit {
+	nl := g.Loads()
+	var limits [][]plots.Point
+	var owners [][]string
+	for _, dn := range g.Designs {
+		var pts []plots.Point
+		for li := range nl {
+			pt := &g.Points[k*nl+li]
+			for i := range pt.Scenario.Designs {
+				if des := &pt.Scenario.Designs[i]; des.Name == dn {
+					if v, ok := limit(pt, des); ok {
+						pts = append(pts, plots.Point{X: pt.Values[0], Y: v})
+					}
+				}
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		if i := slices.IndexFunc(limits, func(l []plots.Point) bool { return slices.Equal(l, pts) }); i >= 0 {
+			owners[i] = append(owners[i], dn)
+			continue
+		}
+		limits, owners = append(limits, pts), append(owners, []string{dn})
+	}
+	var out []plots.PlanLimit
+	for i, pts := range limits {
+		lim := plots.PlanLimit{Label: label, Points: pts}
+		if slices.IndexFunc(pts, func(q plots.Point) bool { return q.Y != pts[0].Y }) < 0 {
+			lim = plots.PlanLimit{Value: pts[0].Y, Label: flat(pts[0].Y)}
+		}
+		if len(limits) > 1 {
+			lim.Label += " (" + strings.Join(owners[i], ", ") + ")"
+		}
+		out = append(out, lim)
+	}
+	return out
 }

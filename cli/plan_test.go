@@ -151,6 +151,11 @@ func TestPlanWritesFiles(t *testing.T) {
 			t.Errorf("%s.png: %dx%d, %v; want 1200x700", c, cfg.Width, cfg.Height, err)
 		}
 	}
+	// redis-shared keeps its events in Redis: store-ops draws the default
+	// model's append ceiling, 1 / (12 µs + 0.5 µs).
+	if svg, err := os.ReadFile(filepath.Join(dir, "store-ops.svg")); err != nil || !bytes.Contains(svg, []byte("append ceiling = 80000 ops/s")) {
+		t.Errorf("store-ops.svg lacks the Redis model's append ceiling (%v)", err)
+	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 3+2*len(plots.PlanChartNames) {
 		var names []string

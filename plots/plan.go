@@ -39,6 +39,9 @@ type PlanPanel struct {
 	// MemoryLimits are the store memory limits known at each load (the
 	// memory store's cap × replicas), drawn on store-memory.
 	MemoryLimits []PlanLimit
+	// OpsLimits are the store operation ceilings known at each load (the
+	// Redis model's append ceiling), drawn on store-ops.
+	OpsLimits []PlanLimit
 }
 
 // PlanPoint is one design at one load.
@@ -60,15 +63,6 @@ type PlanLimit struct {
 	Points []Point // X is the load, Y the limit; nil for a horizontal line
 }
 
-// PlanOptions tunes the plan charts. A nil *PlanOptions means none.
-type PlanOptions struct {
-	// RedisOpsCeiling, when > 0, is the ops/s one Redis serves, drawn as a
-	// horizontal line on store-ops (a later calibration measures it).
-	RedisOpsCeiling float64
-	// RedisOpsCeilingLabel labels that line; empty gives a default.
-	RedisOpsCeilingLabel string
-}
-
 // Limit lines are grey and dashed, unlike any design.
 var limitPen = Pen{Color: color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xFF}, Dashes: []float64{12, 3, 3, 3}, Width: 1.6}
 
@@ -77,12 +71,9 @@ var limitPen = Pen{Color: color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xFF}, Dashes
 // MaxPlanPanels panels). The memory and ops/s charts use a log Y axis (designs differ by
 // orders of magnitude there) and draw only the designs that use a store;
 // a point at 0 on a log axis is left out. It fails on data it cannot draw.
-func PlanCharts(d *PlanData, opts *PlanOptions) ([]Chart, error) {
+func PlanCharts(d *PlanData) ([]Chart, error) {
 	if d == nil || len(d.Panels) == 0 {
 		return nil, errors.New("plots: a plan with no panels")
-	}
-	if opts == nil {
-		opts = &PlanOptions{}
 	}
 	var loads []float64
 	for _, p := range d.Panels {
@@ -125,22 +116,13 @@ func PlanCharts(d *PlanData, opts *PlanOptions) ([]Chart, error) {
 			stored = append(stored, n)
 		}
 	}
-	ceilingLabel := opts.RedisOpsCeilingLabel
-	if ceilingLabel == "" {
-		ceilingLabel = fmt.Sprintf("Redis ceiling (%s ops/s)", formatNum(opts.RedisOpsCeiling))
-	}
 	specs := []planSpec{
 		{"store-memory", "store peak memory vs load", "store peak memory (log scale)", stored, true, true,
 			func(p PlanPoint) (float64, bool) { return p.StoreBytes, true },
 			func(p PlanPanel) []PlanLimit { return p.MemoryLimits }},
 		{"store-ops", "store peak operations per second vs load", "store peak ops/s (appends + reads, log scale)", stored, true, false,
 			func(p PlanPoint) (float64, bool) { return p.StoreOpsPerS, true },
-			func(PlanPanel) []PlanLimit {
-				if opts.RedisOpsCeiling > 0 {
-					return []PlanLimit{{Label: ceilingLabel, Value: opts.RedisOpsCeiling}}
-				}
-				return nil
-			}},
+			func(p PlanPanel) []PlanLimit { return p.OpsLimits }},
 		{"replay-p99", "p99 replay latency vs load", "replay latency p99 (ms)", all, false, false,
 			func(p PlanPoint) (float64, bool) {
 				if p.ReplayP99MS == nil {
@@ -282,8 +264,8 @@ func cmpFloat(a, b float64) int {
 
 // RenderPlan draws the plan charts as PNG and SVG, 1200×700: file name →
 // bytes ("store-memory.png", ...). The same data gives the same bytes.
-func RenderPlan(d *PlanData, opts *PlanOptions) (map[string][]byte, error) {
-	charts, err := PlanCharts(d, opts)
+func RenderPlan(d *PlanData) (map[string][]byte, error) {
+	charts, err := PlanCharts(d)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // planFixture: two panels (a TTL swept besides the load), three designs of
-// which one keeps no store, and a memory cap on the first panel.
+// which one keeps no store, a memory cap on the first panel and an ops
+// ceiling on the second.
 func planFixture() *PlanData {
 	p99 := func(v float64) *float64 { return &v }
 	d := &PlanData{Title: "demo (seed 1)", LoadLabel: "workload.clients", LoadLog: true,
@@ -28,6 +29,8 @@ func planFixture() *PlanData {
 		}
 		if k == 0 {
 			p.MemoryLimits = []PlanLimit{{Label: "memory store cap × 3 replicas = 30.0 MiB", Value: 30 << 20}}
+		} else {
+			p.OpsLimits = []PlanLimit{{Label: "Redis model's append ceiling = 80000 ops/s", Value: 80000}}
 		}
 		d.Panels = append(d.Panels, p)
 	}
@@ -38,7 +41,7 @@ func planFixture() *PlanData {
 // design with a point at every load, and the limits where they are known.
 func TestPlanCharts(t *testing.T) {
 	t.Parallel()
-	charts, err := PlanCharts(planFixture(), &PlanOptions{RedisOpsCeiling: 80000})
+	charts, err := PlanCharts(planFixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestPlanCharts(t *testing.T) {
 		t.Errorf("memory-sticky ops (-want +got):\n%s", diff)
 	}
 	// The cap is a horizontal line on the first panel only, in the legend
-	// once; the ops/s ceiling on every panel.
+	// once; the ops/s ceiling on the second only.
 	limit := func(c string, panel int) *Line {
 		for _, l := range byName[c].Panels[panel].Lines {
 			if l.Design == "" {
@@ -99,8 +102,11 @@ func TestPlanCharts(t *testing.T) {
 	if l := limit("store-memory", 1); l != nil {
 		t.Errorf("panel 2 has no cap, got %+v", l)
 	}
-	if l := limit("store-ops", 1); l == nil || l.Points[0].Y != 80000 || !strings.Contains(l.Label, "80k ops/s") {
+	if l := limit("store-ops", 1); l == nil || l.Points[0].Y != 80000 || !strings.Contains(l.Label, "80000 ops/s") {
 		t.Errorf("ops ceiling: %+v", l)
+	}
+	if l := limit("store-ops", 0); l != nil {
+		t.Errorf("panel 1 has no ops ceiling, got %+v", l)
 	}
 	var legend []string
 	for _, k := range mem.Legend {
@@ -117,23 +123,16 @@ func TestPlanCharts(t *testing.T) {
 	if diff := cmp.Diff([]Point{{100, 0.1}, {400, 0.4}, {1600, 1.6}}, points("lost-fraction", "memory-sticky", 0)); diff != "" {
 		t.Errorf("memory-sticky lost %% (-want +got):\n%s", diff)
 	}
-	// Without the hook, no ceiling.
-	charts, _ = PlanCharts(planFixture(), nil)
-	for _, l := range charts[1].Panels[0].Lines {
-		if l.Design == "" {
-			t.Errorf("a ceiling without RedisOpsCeiling: %+v", l)
-		}
-	}
 }
 
 // The plan charts render as 1200×700 PNG and SVG, the same bytes each time.
 func TestRenderPlan(t *testing.T) {
 	t.Parallel()
-	a, err := RenderPlan(planFixture(), nil)
+	a, err := RenderPlan(planFixture())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RenderPlan(planFixture(), nil)
+	b, err := RenderPlan(planFixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +156,12 @@ func TestRenderPlan(t *testing.T) {
 // Data that cannot be drawn is an error, not a panic.
 func TestPlanChartsReject(t *testing.T) {
 	t.Parallel()
-	if _, err := PlanCharts(nil, nil); err == nil {
+	if _, err := PlanCharts(nil); err == nil {
 		t.Error("nil data drew")
 	}
 	d := planFixture()
 	d.Panels[0].Points[0].Load = 0
-	if _, err := PlanCharts(d, nil); err == nil || !strings.Contains(err.Error(), "log axis") {
+	if _, err := PlanCharts(d); err == nil || !strings.Contains(err.Error(), "log axis") {
 		t.Errorf("a zero load on a log axis: %v", err)
 	}
 }
@@ -200,7 +199,7 @@ func TestPlanChartPages(t *testing.T) {
 		p.Title = fmt.Sprintf("panel %d", len(d.Panels))
 		d.Panels = append(d.Panels, p)
 	}
-	charts, err := PlanCharts(d, nil)
+	charts, err := PlanCharts(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,12 +152,11 @@ func (e *engine) storeUnavailable() bool {
 
 // appendLoad is the fraction of the store's capacity the running appends use.
 func (e *engine) appendLoad() float64 {
-	sc := &e.d.Store
-	if sc.Concurrency <= 0 || e.producing == 0 {
+	ceiling := e.d.Store.AppendCeiling()
+	if ceiling == 0 || e.producing == 0 {
 		return 0
 	}
-	perOp := float64(sc.ServiceBase + sc.ServicePerEvent)
-	return float64(e.producing) * e.sc.Workload.EventRate * perOp / 1e9 / float64(sc.Concurrency)
+	return float64(e.producing) * e.sc.Workload.EventRate / ceiling
 }
 
 // storeRead queues a Redis operation of n events and returns its latency:

@@ -104,6 +104,18 @@ func (c *StoreConfig) ReplayLatency(events string, n int) time.Duration {
 	return 0
 }
 
+// AppendCeiling is the most single-event appends per second the Redis
+// model serves: Concurrency servers, each busy ServiceBase +
+// ServicePerEvent per append. 0 when the model gives Redis no cost
+// (Concurrency 0 or no service time), so it never saturates.
+func (c *StoreConfig) AppendCeiling() float64 {
+	perOp := c.ServiceBase + c.ServicePerEvent
+	if c.Concurrency <= 0 || perOp <= 0 {
+		return 0
+	}
+	return float64(c.Concurrency) * float64(time.Second) / float64(perOp)
+}
+
 // Validate lists every problem with c; each error names its key.
 func (c *StoreConfig) Validate() []error {
 	var errs []error
