@@ -18,6 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/calibrate"
 	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/live/topo"
 )
 
 func init() {
@@ -99,11 +100,8 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 		defer srv.Close()
 		redisURL, which = "redis://"+srv.Addr(), "--private-redis ("+srv.Addr()+")"
 	}
-	ropts, err := redisOptions(redisURL)
+	ropts, err := topo.RedisOptions(redisURL)
 	if err != nil {
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner // redisOptions names --redis-url
-		}
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // it quotes the URL, password and all
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -106,7 +106,11 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		cfg.Log = f
 	}
 	srv := replica.New(cfg)
-	hs, drain, err := listenAndWait(ctx, env, addr, srv, srv.Healthy)
+	var storeBytes func() int64
+	if mem, ok := cfg.Store.(*store.Memory); ok {
+		storeBytes = mem.Bytes
+	}
+	hs, drain, err := listenAndWait(ctx, env, addr, srv, srv.Healthy, storeBytes)
 	if err != nil {
 		return err
 	}
@@ -124,18 +128,6 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// redisOptions reads a Redis URL, or a bare host:port.
-func redisOptions(u string) (*redis.Options, error) {
-	if !strings.Contains(u, "://") {
-		return &redis.Options{Addr: u}, nil
-	}
-	o, err := redis.ParseURL(u)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-url %q: %w", u, err)
-	}
-	return o, nil
-}
-
 // redisStore connects design d's Redis store at redisAddr, with the
 // design's timeouts, retention and caps; done closes the store and the
 // connection.
@@ -143,9 +135,9 @@ func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done fun
 	if redisAddr == "" {
 		return nil, nil, usagef("serve: design %s needs Redis: pass --redis-url", d.Name)
 	}
-	ropts, err := redisOptions(redisAddr)
+	ropts, err := topo.RedisOptions(redisAddr)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, usageError{fmt.Errorf("--redis-url %q: %w", redisAddr, err)}
 	}
 	ropts.ReadTimeout, ropts.WriteTimeout = d.Store.Timeout, d.Store.Timeout
 	rdb := redis.NewClient(ropts)
@@ -153,11 +145,12 @@ func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done fun
 	return rs, func() { rs.Close(); rdb.Close() }, nil
 }
 
-// listenAndWait serves mcp on /mcp and a health check on /healthz (503 when
-// healthy says no) at addr, prints "listening on http://ADDR/mcp", and
+// listenAndWait serves mcp on /mcp, a health check on /healthz (503 when
+// healthy says no) and, when storeBytes is set, the bytes its in-memory
+// event store holds on /stormsim/store ({"bytes": N}; 404 without) at addr, prints "listening on http://ADDR/mcp", and
 // waits for SIGTERM (drain: true) or the end of ctx (false). The caller
 // shuts hs down.
-func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool) (hs *http.Server, drain bool, err error) {
+func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool, storeBytes func() int64) (hs *http.Server, drain bool, err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -166,6 +159,14 @@ func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler,
 			return
 		}
 		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET "+topo.StorePath, func(w http.ResponseWriter, _ *http.Request) {
+		if storeBytes == nil {
+			http.Error(w, "this replica keeps no in-memory event store it can measure", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"bytes\":%d}\n", storeBytes())
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

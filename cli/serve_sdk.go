@@ -47,7 +47,7 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		cfg.Log = f
 	}
 	srv := sdkreplica.New(cfg)
-	hs, drain, err := listenAndWait(ctx, env, addr, srv, func() bool { return true })
+	hs, drain, err := listenAndWait(ctx, env, addr, srv, func() bool { return true }, nil)
 	if err != nil {
 		return err
 	}

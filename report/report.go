@@ -80,7 +80,7 @@ const JudgedClientSide = "client-side"
 // they need the server's production log.
 // (events_replayed too: which events on a resume stream had been produced
 // before it was answered needs the production times).
-var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_ops_per_s"}
+var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_bytes", "store_peak_ops_per_s"}
 
 // NoProgressUnknown are the totals a server that sends no progress
 // notifications leaves unknown as well: the clients see each call's result

@@ -103,6 +103,10 @@ func (r *Report) TableRows() ([]string, [][]string) {
 		if d.IsUnknown("events_lost") {
 			lostPct = "n/a"
 		}
+		storePeak := humanBytes(t.StorePeakBytes)
+		if d.IsUnknown("store_peak_bytes") {
+			storePeak = "n/a"
+		}
 		rows = append(rows, []string{
 			d.Name, d.LB, d.Profile,
 			strconv.FormatInt(t.Calls, 10), strconv.FormatInt(t.CallsCompleted, 10), strconv.FormatInt(t.CallsFailed, 10), strconv.FormatInt(t.CallsReissued, 10),
@@ -111,7 +115,7 @@ func (r *Report) TableRows() ([]string, [][]string) {
 			strconv.FormatInt(t.HTTP404, 10), strconv.FormatFloat(t.Rate404, 'f', 3, 64),
 			strconv.FormatInt(t.Resumes, 10), strconv.FormatInt(t.Reconnects, 10),
 			fmtOpt(d.ReplayLatencyMS.P50), fmtOpt(d.ReplayLatencyMS.P99), fmtOpt(d.RecoveryLatencyMS.P50),
-			humanBytes(t.StorePeakBytes),
+			storePeak,
 		})
 	}
 	return head, rows

@@ -3,8 +3,10 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The fast scan of event data agrees with encoding/json on the messages the
@@ -55,5 +57,24 @@ func TestParseData(t *testing.T) {
 		if got := parseData(c.data, 9); got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.data, got, c.want)
 		}
+	}
+}
+
+// A step holds the last store sample taken in it, or the one before when
+// none was (a sample that failed, or one that overran a step).
+func TestStoreSamplerFill(t *testing.T) {
+	s := &storeSampler{step: time.Second,
+		at:    []time.Duration{999 * time.Millisecond, 1999 * time.Millisecond, 3999 * time.Millisecond, 4500 * time.Millisecond, 4999 * time.Millisecond},
+		bytes: []int64{10, 20, 40, 45, 50}}
+	got := make([]int64, 7)
+	s.fill(got)
+	if want := []int64{10, 20, 20, 40, 50, 50, 50}; !slices.Equal(got, want) {
+		t.Errorf("filled %v, want %v", got, want)
+	}
+	none := &storeSampler{step: time.Second}
+	got = []int64{7, 7}
+	none.fill(got)
+	if got[0] != 0 || got[1] != 0 {
+		t.Errorf("no samples filled %v, want zeros", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // TestLiveSmoke runs `make live SCENARIO=live-smoke` as a user would, then
@@ -95,6 +97,32 @@ func TestLiveSmoke(t *testing.T) {
 			}
 			if lost != tt.EventsLost {
 				t.Errorf("%s: events_lost series sums to %d, total %d", d.Name, lost, tt.EventsLost)
+			}
+		}
+	})
+
+	// The live engine samples the store while it runs: nothing for the
+	// designs without one; for the others the store fills while the calls
+	// stream and empties as the sessions end.
+	t.Run("StoreSampled", func(t *testing.T) {
+		for _, d := range r.Designs {
+			ser := d.Series.StoreBytes
+			peak := slices.Max(ser)
+			if peak != d.Totals.StorePeakBytes {
+				t.Errorf("%s: store_peak_bytes %d, the series peaks at %d", d.Name, d.Totals.StorePeakBytes, peak)
+			}
+			if d.Events == topology.EventsNone {
+				if peak != 0 {
+					t.Errorf("%s keeps no events but its store peaks at %d bytes", d.Name, peak)
+				}
+				continue
+			}
+			if d.IsUnknown("store_peak_bytes") {
+				t.Errorf("%s: the store was not sampled", d.Name)
+			}
+			// 200 clients streaming 256-byte events for 30 s hold megabytes.
+			if early, mid := ser[1], ser[int(sc.Duration/sc.Step)-2]; peak < 1<<20 || mid <= early || ser[len(ser)-1] >= peak {
+				t.Errorf("%s: the store holds %d bytes at 1 s, %d near the end of the calls, %d at the end, peak %d", d.Name, early, mid, ser[len(ser)-1], peak)
 			}
 		}
 	})

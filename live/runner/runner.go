@@ -261,6 +261,10 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	}
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
+	var sampler *storeSampler
+	if t != nil {
+		sampler = sampleStore(runCtx, t, dr.t0, sc.Step, horizon)
+	}
 
 	// The fault schedule, carried out at its times; client drops by the
 	// clients themselves, on the clients the simulator picks.
@@ -378,6 +382,9 @@ loop:
 	}
 	cancel()
 	hooks.Wait() // every hook is killed when runCtx ends
+	if sampler != nil {
+		<-sampler.done
+	}
 	if err := <-faultErr; err != nil {
 		return report.Design{}, nil, nil, nil, err
 	}
@@ -445,6 +452,14 @@ loop:
 		HTTP:              &m,
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
+	switch {
+	case sampler != nil && sampler.measured:
+		sampler.fill(row.Series.StoreBytes)
+		row.Totals.StorePeakBytes = slices.Max(append(row.Series.StoreBytes, 0))
+	case sampler != nil && own == nil: // an own server's store is in ClientSideUnknown
+		row.Unknown = append(row.Unknown, "store_peak_bytes")
+		row.Notes = append(row.Notes, "store_bytes and store_peak_bytes are unknown: the go-sdk replica's in-memory event store does not report its size")
+	}
 	if own != nil {
 		row.Judged, row.Unknown = report.JudgedClientSide, report.ClientSideUnknown
 		notes, noProgress := ownNotes(own, dr.tool, h)
@@ -529,4 +544,73 @@ func (o *Options) fileOr() string {
 		return "scenarios.toml"
 	}
 	return o.File
+}
+
+// storeSampler measures the design's event store while the run goes on: the
+// live counterpart of the simulator's store_bytes series.
+type storeSampler struct {
+	step     time.Duration
+	at       []time.Duration // when each sample was taken, from t0
+	bytes    []int64
+	measured bool          // false when the store cannot be measured
+	done     chan struct{} // closed when sampling has stopped
+}
+
+// storeSampleEvery is the shortest time between two samples: MEMORY USAGE
+// over every stream is not free, and the samples share the machine with
+// the run they measure.
+const storeSampleEvery = 500 * time.Millisecond
+
+// sampleStore samples t's store at the end of every step (every
+// storeSampleEvery at most) until ctx ends or the horizon passes. A sample
+// that fails (a stopped Redis) is skipped; the series holds the last one.
+func sampleStore(ctx context.Context, t *topo.Topology, t0 time.Time, step, horizon time.Duration) *storeSampler {
+	s := &storeSampler{step: step, measured: true, done: make(chan struct{})}
+	stride := step * max((storeSampleEvery+step-1)/step, 1)
+	go func() {
+		defer close(s.done)
+		for k := time.Duration(1); k*stride <= horizon; k++ {
+			// The sample closes the step that ends at k·stride, however
+			// late the timer fires.
+			at := k*stride - time.Millisecond
+			tm := time.NewTimer(time.Until(t0.Add(at)))
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C:
+			}
+			if now := time.Since(t0); now-at >= stride {
+				// The previous sample overran: this one closes the step it
+				// is in, and the steps in between hold the one before.
+				k = now/stride + 1
+				at = k*stride - time.Millisecond
+			}
+			n, err := t.StoreBytes(ctx)
+			if errors.Is(err, topo.ErrStoreUnmeasured) {
+				s.measured = false
+				return
+			}
+			if err == nil {
+				s.at, s.bytes = append(s.at, at), append(s.bytes, n)
+			}
+		}
+	}()
+	return s
+}
+
+// fill writes the samples into series, one bucket of step each: a bucket
+// holds the last sample taken in it or, when none was, the one before it
+// (0 before the first).
+func (s *storeSampler) fill(series []int64) {
+	j := 0
+	var last int64
+	for i := range series {
+		end := time.Duration(i+1) * s.step
+		for j < len(s.at) && s.at[j] < end {
+			last = s.bytes[j]
+			j++
+		}
+		series[i] = last
+	}
 }

@@ -76,6 +76,10 @@ func TestGoSDKFlavours(t *testing.T) {
 		if sdk.Server != "go-sdk" || len(sdk.Notes) == 0 || ref.Server != "" {
 			t.Errorf("server flavour in the report: %q %v, reference %q", sdk.Server, sdk.Notes, ref.Server)
 		}
+		// The SDK's MemoryEventStore does not report its size: n/a, not 0.
+		if !sdk.IsUnknown("store_peak_bytes") || ref.IsUnknown("store_peak_bytes") || ref.Totals.StorePeakBytes == 0 {
+			t.Errorf("store size: go-sdk server unknown %v, reference unknown %v with peak %d", sdk.Unknown, ref.Unknown, ref.Totals.StorePeakBytes)
+		}
 	})
 
 	t.Run("ClientsResumeTheirDrops", func(t *testing.T) {

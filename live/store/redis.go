@@ -343,3 +343,39 @@ func (r *Redis) Leased(ctx context.Context, session, stream string) (bool, error
 	}
 	return n > 0, nil
 }
+
+// StreamBytes is what every event stream in rdb holds: the sum of MEMORY
+// USAGE (all samples) over the keys of the stream layout above, the measure
+// 'stormsim calibrate' fits the store model's bytes per event to. Session
+// records, stream sets and leases are not counted. A stream that expires
+// while it is being measured counts 0.
+func StreamBytes(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	var total int64
+	var cursor uint64
+	for {
+		keys, next, err := rdb.ScanType(ctx, cursor, "stormsim:{*}:s:*", 1000, "stream").Result()
+		if err != nil {
+			return 0, fmt.Errorf("store: SCAN: %w", err)
+		}
+		if len(keys) > 0 {
+			pipe := rdb.Pipeline()
+			cmds := make([]*redis.IntCmd, len(keys))
+			for i, k := range keys {
+				cmds[i] = pipe.MemoryUsage(ctx, k, 0)
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return 0, fmt.Errorf("store: MEMORY USAGE: %w", err)
+			}
+			for _, c := range cmds {
+				n, err := c.Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return 0, fmt.Errorf("store: MEMORY USAGE: %w", err)
+				}
+				total += n
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return total, nil
+		}
+	}
+}

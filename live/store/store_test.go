@@ -266,3 +266,50 @@ func TestRedisAppendAfterClose(t *testing.T) {
 		t.Fatal("append after Close hangs")
 	}
 }
+
+// StreamBytes sums MEMORY USAGE over the event streams only: it grows with
+// the events held, leaves session records out, and falls to 0 once the
+// sessions are closed.
+func TestStreamBytes(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	ctx := context.Background()
+	s := NewRedis(rdb, nil)
+	defer s.Close()
+	if n, err := StreamBytes(ctx, rdb); err != nil || n != 0 {
+		t.Fatalf("empty Redis: %d bytes, %v", n, err)
+	}
+	if err := s.CreateSession(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := StreamBytes(ctx, rdb); err != nil || n != 0 {
+		t.Fatalf("a session record and no stream: %d bytes, %v", n, err)
+	}
+	var want int64
+	for i, name := range []string{"a", "b", "c"} {
+		appendN(t, s, "s1", name, 0, int64(100*(i+1)))
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		n, err := rdb.MemoryUsage(ctx, streamKey("s1", name), 0).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += n
+	}
+	got, err := StreamBytes(ctx, rdb)
+	if err != nil || got != want || got < 600*10 {
+		t.Fatalf("three streams of 101, 201 and 301 events: %d bytes (%v), MEMORY USAGE sums to %d", got, err, want)
+	}
+	appendN(t, s, "s2", "a", 0, 300)
+	if more, err := StreamBytes(ctx, rdb); err != nil || more <= got {
+		t.Errorf("another 301 events: %d bytes (%v), was %d", more, err, got)
+	}
+	for _, sess := range []string{"s1", "s2"} {
+		if err := s.SessionClosed(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := StreamBytes(ctx, rdb); err != nil || n != 0 {
+		t.Errorf("every session closed: %d bytes, %v", n, err)
+	}
+}

@@ -15,6 +15,7 @@ package topo
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -28,9 +29,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -63,14 +67,16 @@ type Topology struct {
 	pids    map[int]bool
 	latency time.Duration
 	health  time.Duration
-	groups  []int  // process groups of own-server replicas, by leader PID
-	exits   []Exit // own-server replicas that ended when nobody stopped them
+	groups  []int          // process groups of own-server replicas, by leader PID
+	urls    map[int]string // base URL of each running reference replica, by PID
+	rdb     *redis.Client  // for StoreBytes; made on first use
+	exits   []Exit         // own-server replicas that ended when nobody stopped them
 	closing bool
 }
 
 // Start brings the topology up: Redis if needed, every replica, the LB.
 func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (*Topology, error) {
-	t := &Topology{sc: sc, d: d, pids: map[int]bool{}}
+	t := &Topology{sc: sc, d: d, pids: map[int]bool{}, urls: map[int]string{}}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -198,6 +204,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		cmd.Wait() //nolint:errcheck // the exit is the point
 		t.mu.Lock()
 		delete(t.pids, cmd.Process.Pid)
+		delete(t.urls, cmd.Process.Pid)
 		t.mu.Unlock()
 	}()
 	addr := make(chan string, 1)
@@ -214,6 +221,11 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		if err := t.bal.SetBackend(slot, u); err != nil {
 			return err
 		}
+		t.mu.Lock()
+		if t.pids[cmd.Process.Pid] {
+			t.urls[cmd.Process.Pid] = u
+		}
+		t.mu.Unlock()
 		t.bal.SetInPool(slot, true)
 		return nil
 	case <-time.After(15 * time.Second):
@@ -346,6 +358,11 @@ func (t *Topology) Close() error {
 		killGroup(g, syscall.SIGCONT)
 		killGroup(g, syscall.SIGKILL)
 	}
+	t.mu.Lock()
+	if t.rdb != nil {
+		t.rdb.Close()
+	}
+	t.mu.Unlock()
 	if t.redis != nil {
 		t.redis.Close()
 	}
@@ -374,4 +391,98 @@ func (t *Topology) noticeDown(slot int) {
 		return
 	}
 	time.AfterFunc(d, func() { t.bal.SetInPool(slot, false) })
+}
+
+// StorePath is where a reference replica reports the bytes its in-memory
+// event store holds, as {"bytes": N}; 404 when it keeps none it can measure.
+const StorePath = "/stormsim/store"
+
+// ErrStoreUnmeasured is returned by StoreBytes for a design whose store
+// stormsim cannot measure: a server stormsim does not build, or the go-sdk
+// replica's in-memory store, which does not report its size.
+var ErrStoreUnmeasured = errors.New("topo: this design's event store cannot be measured")
+
+// storeClient reads the replicas' /stormsim/store; a replica that does not
+// answer within a second is left out of that sample.
+var storeClient = &http.Client{Timeout: time.Second}
+
+// StoreBytes is what the design's event store holds now, the live
+// counterpart of the simulator's store_bytes: for the in-memory store, the
+// sum of what every running replica process reports (a replica that does
+// not answer, being on its way out, counts 0); for Redis, MEMORY USAGE over
+// every event stream (store.StreamBytes), 0 for no store. A Redis that does
+// not answer (stopped by a store-outage fault) is an error: the caller
+// keeps its last sample.
+func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
+	if t.d.Own != nil {
+		return 0, ErrStoreUnmeasured
+	}
+	switch t.d.Events {
+	case topology.EventsMemory:
+		t.mu.Lock()
+		urls := make([]string, 0, len(t.urls))
+		for _, u := range t.urls {
+			urls = append(urls, u)
+		}
+		t.mu.Unlock()
+		var total int64
+		for _, u := range urls {
+			n, err := replicaStoreBytes(ctx, u)
+			if errors.Is(err, ErrStoreUnmeasured) {
+				return 0, err
+			}
+			total += n
+		}
+		return total, nil
+	case topology.EventsRedis:
+		t.mu.Lock()
+		if t.rdb == nil && !t.closing {
+			o, err := RedisOptions(t.raddr)
+			if err != nil {
+				t.mu.Unlock()
+				return 0, err
+			}
+			o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.MaxRetries = time.Second, time.Second, time.Second, -1
+			t.rdb = redis.NewClient(o)
+		}
+		rdb := t.rdb
+		t.mu.Unlock()
+		if rdb == nil {
+			return 0, errors.New("topo: closed")
+		}
+		return store.StreamBytes(ctx, rdb)
+	}
+	return 0, nil
+}
+
+// replicaStoreBytes asks one replica; 0 when it does not answer.
+func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+StorePath, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := storeClient.Do(req)
+	if err != nil {
+		return 0, nil // gone or going: its store is gone with it
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return 0, ErrStoreUnmeasured
+	}
+	var v struct {
+		Bytes int64 `json:"bytes"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return 0, nil
+	}
+	return v.Bytes, nil
+}
+
+// RedisOptions reads a Redis URL (redis://host:port/db), or a bare
+// host:port.
+func RedisOptions(u string) (*redis.Options, error) {
+	if !strings.Contains(u, "://") {
+		return &redis.Options{Addr: u}, nil
+	}
+	return redis.ParseURL(u)
 }
