@@ -24,10 +24,10 @@ const ExitCode = 98
 
 // Defaults are the tolerances a scenario does not set: ±0.05 absolute on
 // the fractions and rate_404, ±5 re-issues per 100 calls, a factor of 2 on
-// replay latency.
+// replay latency, a factor of 1.25 on the store's peak size.
 var Defaults = map[string]float64{
 	"lost_fraction": 0.05, "rate_404": 0.05, "resumed_fraction": 0.05,
-	"reissued_per_100": 5, "replay_latency_factor": 2,
+	"reissued_per_100": 5, "replay_latency_factor": 2, "store_peak_factor": 1.25,
 }
 
 // TolerancesOf is the defaults overlaid with sc's agreement table.
@@ -156,6 +156,7 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 			}
 			a.add(row)
 		}
+		a.add(storePeak(sd, &ld, tol["store_peak_factor"]))
 	}
 	for _, sd := range sim.Designs {
 		if live.Design(sd.Name) == nil {
@@ -203,6 +204,7 @@ func pool(reps []*report.Report) *report.Report {
 			d.Totals.Drops += t.Drops
 			d.Totals.CallsReissued += t.CallsReissued
 			d.Totals.Calls += t.Calls
+			d.Totals.StorePeakBytes += t.StorePeakBytes
 			d.ReplayLatencyMS.Count += x.ReplayLatencyMS.Count
 			if v := x.ReplayLatencyMS.P50; v != nil {
 				p50 = append(p50, *v)
@@ -212,9 +214,34 @@ func pool(reps []*report.Report) *report.Report {
 			}
 		}
 		d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = mean(p50), mean(p90)
+		d.Totals.StorePeakBytes /= int64(len(reps)) // the mean peak
 		out.Designs = append(out.Designs, d)
 	}
 	return &out
+}
+
+// storePeak compares the most the event store held (store_peak_bytes, in
+// MiB) as live ÷ sim against a factor: the simulator's store model (the
+// in-memory store's bytes per event, Redis's nodes) against what the
+// replicas and Redis held.
+func storePeak(sd, ld *report.Design, tol float64) Row {
+	mib := func(b int64) *float64 { return ptr(float64(b) / (1 << 20)) }
+	row := Row{Design: ld.Name, Metric: "store_peak_mib", Tolerance: tol, Sim: mib(sd.Totals.StorePeakBytes), Live: mib(ld.Totals.StorePeakBytes)}
+	switch s, l := sd.Totals.StorePeakBytes, ld.Totals.StorePeakBytes; {
+	case ld.IsUnknown("store_peak_bytes"):
+		row.Live, row.Pass, row.Note = nil, true, "not measured live"
+	case s == 0 && l == 0:
+		row.Pass, row.Note = true, "no store in either engine"
+	case s == 0:
+		row.Note = "an empty store in the simulator"
+	case l == 0:
+		row.Note = "an empty store in the live run"
+	default:
+		r := float64(l) / float64(s)
+		row.Diff = ptr(r)
+		row.Pass = r <= tol && r >= 1/tol
+	}
+	return row
 }
 
 func mean(v []float64) *float64 {
@@ -287,7 +314,7 @@ func (a *Agreement) Markdown() []byte {
 			ok += " (" + r.Note + ")"
 		}
 		tol := "±" + strconv.FormatFloat(r.Tolerance, 'f', -1, 64)
-		if r.Metric == "replay_p50_ms" || r.Metric == "replay_p90_ms" {
+		if r.Metric == "replay_p50_ms" || r.Metric == "replay_p90_ms" || r.Metric == "store_peak_mib" {
 			tol = "×" + strconv.FormatFloat(r.Tolerance, 'f', -1, 64)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", r.Design, r.Metric, num(r.Sim), num(r.Live), num(r.Diff), tol, r.N, num(r.StdErr), ok)

@@ -25,7 +25,7 @@ func TestCompare(t *testing.T) {
 	sim := rep("sim", 100, 1000, 50, 1000, 40, 50, 10, 100, f(1000))
 	// Within every tolerance.
 	a := Compare(sim, rep("live", 120, 1000, 90, 1000, 38, 50, 13, 100, f(1900)), Defaults)
-	if a.Failed != 0 || len(a.Rows) != 6 {
+	if a.Failed != 0 || len(a.Rows) != 7 {
 		t.Fatalf("%d rows, %d failed:\n%s", len(a.Rows), a.Failed, a.Markdown())
 	}
 	if r := a.Rows[0]; r.Metric != "lost_fraction" || *r.Diff < 0.0199 || *r.Diff > 0.0201 || r.N != 1000 {
@@ -75,6 +75,33 @@ func TestCompare(t *testing.T) {
 	if a := Compare(sim, other, Defaults); a.Failed != 2 {
 		t.Errorf("designs d (sim) and e (live): %d failed, want 2:\n%s", a.Failed, a.Markdown())
 	}
+	// The store's peak: live ÷ sim within a factor of 1.25; a live store
+	// stormsim cannot measure passes with a note; one empty store fails.
+	peak := func(simMiB, liveMiB float64, unknown bool) Row {
+		s, l := rep("sim", 0, 10, 0, 0, 0, 0, 0, 1, nil), rep("live", 0, 10, 0, 0, 0, 0, 0, 1, nil)
+		s.Designs[0].Totals.StorePeakBytes = int64(simMiB * (1 << 20))
+		l.Designs[0].Totals.StorePeakBytes = int64(liveMiB * (1 << 20))
+		if unknown {
+			l.Designs[0].Unknown = []string{"store_peak_bytes"}
+		}
+		rows := Compare(s, l, Defaults).Rows
+		return rows[len(rows)-1]
+	}
+	for _, c := range []struct {
+		sim, live float64
+		unknown   bool
+		pass      bool
+		note      string
+	}{
+		{100, 120, false, true, ""}, {100, 81, false, true, ""}, {100, 130, false, false, ""}, {100, 79, false, false, ""},
+		{100, 0, true, true, "not measured live"}, {0, 0, false, true, "no store in either engine"},
+		{0, 5, false, false, "an empty store in the simulator"}, {5, 0, false, false, "an empty store in the live run"},
+	} {
+		r := peak(c.sim, c.live, c.unknown)
+		if r.Metric != "store_peak_mib" || r.Pass != c.pass || r.Note != c.note {
+			t.Errorf("store peak %g MiB sim, %g live (unknown %v): %+v", c.sim, c.live, c.unknown, r)
+		}
+	}
 	var e error = &Disagreement{A: Compare(sim, rep("live", 900, 1000, 50, 1000, 40, 50, 10, 100, f(1000)), Defaults)}
 	if c, ok := e.(interface{ ExitCode() int }); !ok || c.ExitCode() != 98 || !strings.Contains(e.Error(), "d/lost_fraction") {
 		t.Errorf("disagreement error: %v", e)
@@ -102,6 +129,14 @@ func TestCompareRepeats(t *testing.T) {
 	p50 := got["replay_p50_ms"]
 	if *p50.Sim != 200 || *p50.Live != 200 || *p50.Diff != 1 {
 		t.Errorf("replay_p50_ms: %+v", p50)
+	}
+	// The store's peak compares as the mean of the repeats' peaks.
+	sims[0].Designs[0].Totals.StorePeakBytes, sims[1].Designs[0].Totals.StorePeakBytes = 100, 300
+	lives[0].Designs[0].Totals.StorePeakBytes, lives[1].Designs[0].Totals.StorePeakBytes = 220, 260
+	for _, r := range CompareRepeats(sims, lives, Defaults).Rows {
+		if r.Metric == "store_peak_mib" && (r.Diff == nil || *r.Diff != 1.2 || !r.Pass) {
+			t.Errorf("store_peak_mib over repeats: %+v", r)
+		}
 	}
 	// One run alone is Compare.
 	one := CompareRepeats(sims[:1], lives[:1], Defaults)

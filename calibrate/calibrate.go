@@ -64,10 +64,6 @@ type Options struct {
 	// MaxLen is the approximate MAXLEN of every XADD (default 1000), as the
 	// live store sends with redis_maxlen set.
 	MaxLen int64
-	// MemoryStreams streams of MemoryEvents events each are written per
-	// payload size to measure memory per event (defaults 10 and 100, a call's
-	// stream).
-	MemoryStreams, MemoryEvents int
 	// Rand draws the key prefix and the payloads; default a PCG seeded from
 	// Now and the process id.
 	Rand *rand.Rand
@@ -106,12 +102,6 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.MaxLen == 0 {
 		c.MaxLen = 1000
 	}
-	if c.MemoryStreams == 0 {
-		c.MemoryStreams = 10
-	}
-	if c.MemoryEvents == 0 {
-		c.MemoryEvents = 100
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -138,7 +128,6 @@ func (o *Options) withDefaults() (Options, error) {
 	bad(c.ReplaySamples < 1, "replay samples %d: want at least 1", c.ReplaySamples)
 	bad(c.Pipeline < 1 || c.Pipeline > 10_000, "pipeline %d: want 1..10000", c.Pipeline)
 	bad(c.MaxLen < 1, "maxlen %d: want at least 1", c.MaxLen)
-	bad(c.MemoryStreams < 1 || c.MemoryEvents < 1, "memory streams %d × events %d: want at least 1 each", c.MemoryStreams, c.MemoryEvents)
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}
@@ -178,20 +167,72 @@ type Fit struct {
 	A, B    time.Duration
 }
 
-// Memory is what Redis holds per event: MEMORY USAGE of Streams streams of
-// EventsPerStream events each, per event, at each payload size (1 byte,
-// half, one and twice the event size); and the model's factor and overhead:
-// the line through the 1-byte payload and the event size.
+// Memory is how Redis holds a stream of events, node by node: MEMORY
+// USAGE and the node count (XINFO STREAM radix-tree-keys) of one stream
+// grown one event at a time, at the first event and at every event where
+// either changed; the per-node figures read from them; and how well the
+// derived model fits them.
 type Memory struct {
-	Sizes           []int
-	BytesPerEvent   []float64
-	Streams         int
-	EventsPerStream int
-	// AtEventBytes is the bytes per event at the calibrated event size.
-	AtEventBytes float64
-	Factor       float64
-	Overhead     int
+	// NodeBytes and NodeEntries are the server's stream-node-max-bytes and
+	// stream-node-max-entries (0 = no limit); ConfigFrom says where they
+	// came from: ConfigGet, or Redis's defaults (it starts with
+	// ConfigDefaults) where CONFIG is refused, as managed Redis often does.
+	NodeBytes, NodeEntries int
+	ConfigFrom             string
+	// MessageBytes is each stored message: topology.MessageBytes of the
+	// event size.
+	MessageBytes int
+	// A stream of Events[i] events took Bytes[i] in Nodes[i] nodes:
+	// Events[0] is 1, every later one an event at which the usage or the
+	// node count changed. Between two of them the usage stays put.
+	Events []int
+	Bytes  []int64
+	Nodes  []int
+	// PerNode is the events per node and NodeStep what the usage jumps by
+	// as a node begins, both averaged over the nodes after the second (the
+	// second also pays for the stream's index outgrowing its first
+	// allocation); OneNode is Bytes[0], a stream of one event.
+	PerNode  int
+	NodeStep int64
+	OneNode  int64
+	// EntryFit is the first and last redis_entry_overhead_bytes with which
+	// the model fits the figures best (none when they say little of it), and
+	// MaxError the model's largest difference from MEMORY USAGE, in bytes, at
+	// any event count measured, with the keys derived; both set by derive.
+	EntryFit []int
+	MaxError int64
 }
+
+// Where Memory's node configuration came from.
+const (
+	// ConfigGet: CONFIG GET stream-node-max-* answered.
+	ConfigGet = "CONFIG GET"
+	// ConfigDefaults begins ConfigFrom when the server refused CONFIG GET
+	// (or gave no numbers) and Redis's defaults were assumed; the rest says
+	// what it answered.
+	ConfigDefaults = "Redis's defaults"
+)
+
+// Redis's own defaults for stream-node-max-bytes and
+// stream-node-max-entries, assumed where CONFIG is refused.
+const (
+	redisNodeBytes   = 4096
+	redisNodeEntries = 100
+)
+
+// liveStreamKeyBytes is the length of the live store's stream keys,
+// stormsim:{session}:s:stream with a session of 32 hex digits and a stream
+// of 16.
+const liveStreamKeyBytes = len("stormsim:{}:s:") + 32 + 16
+
+// The memory step grows its stream until it has memoryNodes nodes, or it
+// holds maxMemoryEvents events; fewer than minMemoryNodes nodes are an
+// error.
+const (
+	memoryNodes     = 5
+	minMemoryNodes  = 4
+	maxMemoryEvents = 10_000
+)
 
 // Result is a calibration: the raw figures and the model keys derived from
 // them.
@@ -234,7 +275,8 @@ const (
 // StoreKeys are the topology.StoreConfig keys a calibration sets.
 var StoreKeys = []string{
 	"redis_latency", "redis_latency_per_event", "concurrency",
-	"service_base", "service_per_event", "redis_bytes_factor", "redis_overhead_bytes",
+	"service_base", "service_per_event", "redis_node_bytes", "redis_node_entries",
+	"redis_entry_overhead_bytes", "redis_node_overhead_bytes", "redis_stream_overhead_bytes",
 }
 
 // measurer is one calibration run. rdb, o and prefix are fixed at
@@ -255,6 +297,13 @@ type measurer struct {
 	pipeOps, replayOps int
 }
 
+// newMeasurer starts a run with options o (defaults applied), under a
+// fresh key prefix drawn from o.Rand.
+func newMeasurer(rdb *redis.Client, o Options) *measurer {
+	return &measurer{rdb: rdb, o: o, keys: map[string]bool{}, cpuKnown: true,
+		prefix: fmt.Sprintf("stormsim:{calibrate-%016x}:", o.Rand.Uint64())}
+}
+
 // Measure calibrates the Redis behind rdb. Its pool (rdb.Options().PoolSize)
 // must hold the highest concurrency. Every key it writes is deleted before
 // it returns, whatever the outcome.
@@ -267,8 +316,7 @@ func Measure(ctx context.Context, rdb *redis.Client, opts *Options) (res *Result
 	if ps := rdb.Options().PoolSize; ps < maxC {
 		return nil, fmt.Errorf("calibrate: the client's pool holds %d connections, fewer than the highest concurrency (%d): set redis.Options.PoolSize", ps, maxC)
 	}
-	m := &measurer{rdb: rdb, o: o, keys: map[string]bool{}, cpuKnown: true,
-		prefix: fmt.Sprintf("stormsim:{calibrate-%016x}:", o.Rand.Uint64())}
+	m := newMeasurer(rdb, o)
 	start := o.Now()
 	res = &Result{Started: start.UTC(), EventBytes: o.EventBytes, ReplayEvents: o.ReplayEvents, Pipeline: o.Pipeline}
 	res.HostCPUs, res.HostCPUModel = runtime.NumCPU(), cpuModel()
@@ -350,10 +398,11 @@ func Measure(ctx context.Context, rdb *redis.Client, opts *Options) (res *Result
 //     (ReplayLatency plus the service time), and the fit of the p50 at
 //     concurrency 1 says a + b·n, so redis_latency = a − service_base and
 //     redis_latency_per_event = b − service_per_event (neither below 0).
-//   - Memory: EventBytes = payload·redis_bytes_factor +
-//     redis_overhead_bytes, from Memory.
+//   - Memory: the node keys are fitted to Memory so that the simulator's
+//     stream model (topology.StoreConfig.RedisStreamCost) gives MEMORY
+//     USAGE back (see Memory.keys).
 //
-// The figures are rounded to three significant digits.
+// The times are rounded to three significant digits.
 func (r *Result) derive() {
 	perEvent := max((r.ReplayCost-r.AppendCost)/time.Duration(r.ReplayEvents-1), 0)
 	base := max(r.AppendCost-perEvent, 0)
@@ -363,9 +412,104 @@ func (r *Result) derive() {
 		ServicePerEvent:      Sig3(perEvent),
 		RedisLatency:         Sig3(max(r.Replay.A-base, 0)),
 		RedisLatencyPerEvent: Sig3(max(r.Replay.B-perEvent, 0)),
-		RedisBytesFactor:     r.Memory.Factor,
-		RedisOverheadBytes:   r.Memory.Overhead,
 	}
+	r.Memory.keys(&r.Store, r.EventBytes)
+}
+
+// keys sets the node keys of s, for events of payload bytes, by fitting
+// the model (topology.StoreConfig.RedisStreamCost) to the measured nodes:
+//
+//   - redis_node_bytes and redis_node_entries are the server's
+//     stream-node-max-bytes and stream-node-max-entries. Where
+//     stream-node-max-bytes is 0 (no limit), redis_node_bytes is 4096, what
+//     Redis allocates for each new node then; the model cannot follow such
+//     nodes, and MaxError shows by how much it misses.
+//   - redis_node_overhead_bytes is what makes the model's usage jump by
+//     NodeStep as a node begins (at the nodes after the second), and
+//     redis_stream_overhead_bytes what makes its stream of one event take
+//     OneNode; neither below 0. In a model whose node costs max(node bytes,
+//     message + e) plus the node overhead, these are NodeStep − max(node
+//     bytes, message + e) and OneNode − NodeStep.
+//   - redis_entry_overhead_bytes: of the e ≥ 0 (up to redis_node_bytes)
+//     with which the model's node holds PerNode events, those whose model
+//     (with the two overheads fitted as above) is nearest MEMORY USAGE at
+//     every event count measured (the smallest largest difference;
+//     EntryFit gives the first and last). One event size seldom pins e
+//     down (at 256-byte payloads 0 to 23 fit alike), so the default stays
+//     if it is one of them; else it is their middle, rounded down. When the
+//     nodes are full by their entries (PerNode = stream-node-max-entries),
+//     or no e gives PerNode, the figures say little of e and it keeps its
+//     default.
+func (m *Memory) keys(s *topology.StoreConfig, payload int) {
+	s.RedisNodeBytes, s.RedisNodeEntries = m.NodeBytes, m.NodeEntries
+	if s.RedisNodeBytes <= 0 {
+		s.RedisNodeBytes = redisNodeBytes
+	}
+	s.RedisEntryOverheadBytes = topology.DefaultStore.RedisEntryOverheadBytes
+	m.EntryFit = nil
+	if m.PerNode <= 0 || len(m.Events) == 0 {
+		return // nothing measured
+	}
+	if m.NodeEntries <= 0 || m.PerNode < m.NodeEntries {
+		var best []int
+		bestErr := int64(math.MaxInt64)
+		for e := 0; e <= s.RedisNodeBytes; e++ {
+			c := *s
+			c.RedisEntryOverheadBytes = e
+			if !m.fit(&c, payload) {
+				continue
+			}
+			switch d := m.deviation(&c, payload); {
+			case d < bestErr:
+				best, bestErr = append(best[:0], e), d
+			case d == bestErr:
+				best = append(best, e)
+			}
+		}
+		if len(best) > 0 {
+			m.EntryFit = []int{best[0], best[len(best)-1]}
+			if !slices.Contains(best, s.RedisEntryOverheadBytes) {
+				s.RedisEntryOverheadBytes = best[(len(best)-1)/2]
+			}
+		}
+	}
+	m.fit(s, payload)
+	m.MaxError = m.deviation(s, payload)
+}
+
+// fit sets the node and stream overheads of c (whose other node keys are
+// set) from NodeStep and OneNode, and says whether c's node holds PerNode
+// events of payload bytes.
+func (m *Memory) fit(c *topology.StoreConfig, payload int) bool {
+	c.RedisNodeOverheadBytes, c.RedisStreamOverheadBytes = 0, 0
+	cost := c.RedisStreamCost(payload)
+	// The model's jump as its third and later nodes begin, as measured.
+	var step int64
+	for k := int64(2); k < memoryNodes; k++ {
+		n := k*cost.PerNode + 1
+		step += cost.Bytes(n) - cost.Bytes(n-1)
+	}
+	step /= memoryNodes - 2
+	c.RedisNodeOverheadBytes = int(max(m.NodeStep-step, 0))
+	cost = c.RedisStreamCost(payload)
+	c.RedisStreamOverheadBytes = int(max(m.OneNode-cost.Bytes(1), 0))
+	return cost.PerNode == int64(m.PerNode)
+}
+
+// deviation is the largest difference, in bytes, between c's model and
+// MEMORY USAGE at any event count from 1 to the last measured.
+func (m *Memory) deviation(c *topology.StoreConfig, payload int) int64 {
+	cost := c.RedisStreamCost(payload)
+	var d int64
+	i := 0
+	for n := 1; n <= m.Events[len(m.Events)-1]; n++ {
+		for i+1 < len(m.Events) && m.Events[i+1] <= n {
+			i++
+		}
+		diff := cost.Bytes(int64(n)) - m.Bytes[i]
+		d = max(d, diff, -diff)
+	}
+	return d
 }
 
 // costs are Ta and TL for derive: the Redis main thread's CPU time over
@@ -577,56 +721,103 @@ func (m *measurer) fit(ctx context.Context) (Fit, error) {
 	return f, m.drop(ctx, "fit:")
 }
 
-// memory writes streams at payloads of 1 byte, half, one and twice the
-// event size and reads their MEMORY USAGE. Redis's memory per event moves
-// in steps with the allocator's size classes and the 4 KB stream nodes
-// (1000-byte events take about 1.15 KB each, 1024-byte ones 1.4 KB), so no
-// line fits every size: the model's line goes through the 1-byte payload
-// (what an event costs beyond its payload) and the event size itself, where
-// it is exact.
+// memory grows one stream, one event of the message size at a time, with
+// the live store's XADD (without MAXLEN, as it sends them with
+// redis_maxlen unset), and reads its MEMORY USAGE and node count after
+// every append. Redis 7 allocates a node's listpack (stream-node-max-bytes,
+// at most 4096) when the node begins, so the usage mostly stays put while a
+// node fills and jumps when the next begins, when the old one is shrunk to
+// fit: the distance between node starts is the events per node, and the
+// jump what a node costs.
 func (m *measurer) memory(ctx context.Context) (Memory, error) {
-	o := m.o
-	mem := Memory{Streams: o.MemoryStreams, EventsPerStream: o.MemoryEvents}
-	mem.Sizes = slices.Compact(slices.Sorted(slices.Values([]int{1, max(o.EventBytes/2, 1), o.EventBytes, 2 * o.EventBytes})))
-	var at1 float64
-	for _, size := range mem.Sizes {
-		data := m.payload(size)
-		keys := make([]string, o.MemoryStreams)
-		for i := range keys {
-			keys[i] = m.key(fmt.Sprintf("mem:%d:%d", size, i))
+	mem := Memory{MessageBytes: topology.MessageBytes(m.o.EventBytes)}
+	var err error
+	if mem.NodeBytes, mem.NodeEntries, mem.ConfigFrom, err = m.nodeConfig(ctx); err != nil {
+		return mem, err
+	}
+	// A node holds at most this many events (a node ends before its bytes
+	// exceed stream-node-max-bytes), and memoryNodes nodes start by event
+	// (memoryNodes−1)·perNode + 1.
+	perNode := maxMemoryEvents
+	if mem.NodeEntries > 0 {
+		perNode = mem.NodeEntries
+	}
+	if mem.NodeBytes > 0 {
+		perNode = min(perNode, mem.NodeBytes/mem.MessageBytes+1)
+	}
+	bound := min(memoryNodes*perNode+1, maxMemoryEvents)
+	// MEMORY USAGE counts the key's name: give it the length of the live
+	// store's stream keys.
+	key := m.key("mem:" + strings.Repeat("s", max(liveStreamKeyBytes-len(m.prefix)-len("mem:"), 1)))
+	data := m.payload(mem.MessageBytes)
+	for i, nodes := 1, 0; i <= bound && nodes < memoryNodes; i++ {
+		args := m.xadd(key, i, data)
+		args.MaxLen = 0
+		if i == 1 {
+			p := m.rdb.Pipeline()
+			p.XAdd(ctx, args)
+			p.Expire(ctx, key, keyTTL)
+			_, err = p.Exec(ctx)
+		} else {
+			err = m.rdb.XAdd(ctx, args).Err()
 		}
-		if err := m.fill(ctx, keys, o.MemoryEvents, data); err != nil {
-			return mem, err
+		if err != nil {
+			return mem, fmt.Errorf("calibrate: XADD: %w", err)
 		}
-		var total int64
-		for _, k := range keys {
-			n, err := m.rdb.MemoryUsage(ctx, k, 0).Result()
-			if err != nil {
-				return mem, fmt.Errorf("calibrate: MEMORY USAGE: %w", err)
-			}
-			total += n
+		n, err := m.rdb.MemoryUsage(ctx, key, 0).Result()
+		if err != nil {
+			return mem, fmt.Errorf("calibrate: MEMORY USAGE: %w", err)
 		}
-		bpe := math.Round(float64(total)/float64(o.MemoryStreams*o.MemoryEvents)*10) / 10
-		mem.BytesPerEvent = append(mem.BytesPerEvent, bpe)
-		if size == 1 {
-			at1 = bpe
+		info, err := m.rdb.XInfoStream(ctx, key).Result()
+		if err != nil {
+			return mem, fmt.Errorf("calibrate: XINFO STREAM: %w", err)
 		}
-		if size == o.EventBytes {
-			mem.AtEventBytes = bpe
-		}
-		if err := m.drop(ctx, "mem:"); err != nil {
-			return mem, err
+		nodes = int(info.RadixTreeKeys)
+		if last := len(mem.Events) - 1; last < 0 || n != mem.Bytes[last] || nodes != mem.Nodes[last] {
+			mem.Events, mem.Bytes, mem.Nodes = append(mem.Events, i), append(mem.Bytes, n), append(mem.Nodes, nodes)
 		}
 	}
-	mem.Factor = 1
-	if o.EventBytes > 1 {
-		mem.Factor = math.Round((mem.AtEventBytes-at1)/float64(o.EventBytes-1)*1000) / 1000
+	if err := m.drop(ctx, "mem:"); err != nil {
+		return mem, err
 	}
-	if mem.Factor <= 0 { // cannot happen with a sane Redis; keep the model positive
-		mem.Factor = math.Round(mem.AtEventBytes/float64(o.EventBytes)*1000) / 1000
+	var starts []int // the points at which a node began, after the first
+	for i := 1; i < len(mem.Events); i++ {
+		if mem.Nodes[i] > mem.Nodes[i-1] {
+			starts = append(starts, i)
+		}
 	}
-	mem.Overhead = max(int(math.Round(mem.AtEventBytes-mem.Factor*float64(o.EventBytes))), 0)
+	if len(starts)+1 < minMemoryNodes {
+		last := len(mem.Events) - 1
+		return mem, fmt.Errorf("calibrate: a stream of %d messages of %d bytes has %d nodes (MEMORY USAGE %v at events %v), want at least %d to measure them (stream-node-max-bytes %d, stream-node-max-entries %d, from %s)",
+			mem.Events[last], mem.MessageBytes, mem.Nodes[last], mem.Bytes, mem.Events, minMemoryNodes, mem.NodeBytes, mem.NodeEntries, mem.ConfigFrom)
+	}
+	mem.PerNode = int(math.Round(float64(mem.Events[starts[len(starts)-1]]-mem.Events[starts[0]]) / float64(len(starts)-1)))
+	var step int64
+	for _, i := range starts[1:] {
+		step += mem.Bytes[i] - mem.Bytes[i-1]
+	}
+	mem.NodeStep = int64(math.Round(float64(step) / float64(len(starts)-1)))
+	mem.OneNode = mem.Bytes[0]
 	return mem, nil
+}
+
+// nodeConfig reads stream-node-max-bytes and stream-node-max-entries. A
+// server that refuses CONFIG GET, or answers it without them, gets Redis's
+// defaults, and from says so.
+func (m *measurer) nodeConfig(ctx context.Context) (nodeBytes, nodeEntries int, from string, err error) {
+	cfg, err := m.rdb.ConfigGet(ctx, "stream-node-max-*").Result()
+	if rerr := redis.Error(nil); errors.As(err, &rerr) {
+		return redisNodeBytes, redisNodeEntries, ConfigDefaults + ": CONFIG GET refused (" + err.Error() + ")", nil
+	}
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("calibrate: CONFIG GET stream-node-max-*: %w", err)
+	}
+	b, err1 := strconv.Atoi(cfg["stream-node-max-bytes"])
+	e, err2 := strconv.Atoi(cfg["stream-node-max-entries"])
+	if err1 != nil || err2 != nil || b < 0 || e < 0 {
+		return redisNodeBytes, redisNodeEntries, fmt.Sprintf("%s: CONFIG GET stream-node-max-* answered %v", ConfigDefaults, cfg), nil
+	}
+	return b, e, ConfigGet, nil
 }
 
 // steps measures one concurrency: appends one at a time, pipelined

@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func TestMeasureRealRedis(t *testing.T) {
 	steps := 0
 	res, err := Measure(context.Background(), rdb, &Options{
 		EventBytes: 1024, Concurrency: []int{16}, Step: 300 * time.Millisecond,
-		ReplaySamples: 40, MemoryStreams: 4, Rand: rand.New(rand.NewPCG(1, 2)),
+		ReplaySamples: 40, Rand: rand.New(rand.NewPCG(1, 2)),
 		Progress: func(done, total int) { steps = done },
 	})
 	if err != nil {
@@ -70,9 +71,9 @@ func TestMeasureRealRedis(t *testing.T) {
 	if steps != 2+3*2 {
 		t.Errorf("progress reached %d steps, want 8 (fit, memory, three per concurrency 1 and 16)", steps)
 	}
-	t.Logf("append p50 %v p90 %v p99 %v; fit %v + %v·n; memory %v B/event (factor %v, overhead %d); costs %v, %v; store %+v",
+	t.Logf("append p50 %v p90 %v p99 %v; fit %v + %v·n; memory %+v; costs %v, %v; store %+v",
 		res.Append.P50, res.Append.P90, res.Append.P99, res.Replay.A, res.Replay.B,
-		res.Memory.AtEventBytes, res.Memory.Factor, res.Memory.Overhead, res.AppendCost, res.ReplayCost, res.Store)
+		res.Memory, res.AppendCost, res.ReplayCost, res.Store)
 
 	between := func(what string, v, lo, hi float64) {
 		t.Helper()
@@ -113,7 +114,8 @@ func TestMeasureRealRedis(t *testing.T) {
 		between("appends one at a time, peak ops/s, §5: 65–88k", peakOne, 65_000/3, 3*88_000)
 		between("appends pipelined, peak ops/s, §5: ≈205k", peakPipe, 205_000/3, 3*205_000)
 	}
-	between("bytes held per 1 KB event, §5: ≈1.2 KB", res.Memory.AtEventBytes, 0.75*1.2*1024, 1.25*1.2*1024)
+	between("bytes held per 1 KB event in a long stream (a node's bytes ÷ its events), §5: ≈1.2 KB",
+		float64(res.Memory.NodeStep)/float64(res.Memory.PerNode), 0.75*1.2*1024, 1.25*1.2*1024)
 	between("replays of 100 × 1 KB, peak ops/s", peakReplay, 500, 1e5)
 	// Redis 7 reports its main thread's CPU time, and one thread cannot
 	// spend more than a second of it per second: CPU per operation × rate
@@ -132,10 +134,7 @@ func TestMeasureRealRedis(t *testing.T) {
 	}
 	between("pipelined append cost (µs)", us(res.AppendCost), 0.3, 100)
 	between("replay cost (µs)", us(res.ReplayCost), 3, 10_000)
-	between("bytes per 1 KB event", res.Memory.AtEventBytes, 1024, 1.6*1024)
-	between("redis_bytes_factor", res.Memory.Factor, 0.8, 1.6)
-	model := float64(res.Store.EventBytes(topology.EventsRedis, 1024))
-	between("the model's bytes for a 1 KB event ÷ measured", model/res.Memory.AtEventBytes, 0.99, 1.01)
+	checkNodes(t, res.Memory, res.Store, 1024, 4096, 100, ConfigGet)
 	if last := len(res.Replay.P50) - 1; res.Replay.P50[last] <= res.Replay.P50[0] || res.Replay.B <= 0 {
 		t.Errorf("replay p50 %v over lengths %v, fit b = %v: a longer replay should take longer", res.Replay.P50, res.Replay.Lengths, res.Replay.B)
 	}
@@ -171,12 +170,138 @@ func TestMeasureRealRedis(t *testing.T) {
 		{"redis_latency", full.RedisLatency, st.RedisLatency},
 		{"redis_latency_per_event", full.RedisLatencyPerEvent, st.RedisLatencyPerEvent},
 		{"service_base", full.ServiceBase, st.ServiceBase},
-		{"redis_bytes_factor", full.RedisBytesFactor, st.RedisBytesFactor},
-		{"redis_overhead_bytes", full.RedisOverheadBytes, st.RedisOverheadBytes},
+		{"redis_node_bytes", full.RedisNodeBytes, st.RedisNodeBytes},
+		{"redis_node_entries", full.RedisNodeEntries, st.RedisNodeEntries},
+		{"redis_entry_overhead_bytes", full.RedisEntryOverheadBytes, st.RedisEntryOverheadBytes},
+		{"redis_node_overhead_bytes", full.RedisNodeOverheadBytes, st.RedisNodeOverheadBytes},
+		{"redis_stream_overhead_bytes", full.RedisStreamOverheadBytes, st.RedisStreamOverheadBytes},
 	} {
 		if k.got != k.want {
 			t.Errorf("%s read back as %v, want %v", k.name, k.got, k.want)
 		}
+	}
+}
+
+// checkNodes holds a memory step of eventBytes events, on a Redis whose
+// stream-node-max-bytes and -entries are nodeBytes and nodeEntries (read as
+// from says), to the node model: a new node at a fixed distance in events,
+// the usage jumping by the same bytes as each begins (after the second),
+// the distance within what a node can hold, and the derived store
+// reproducing MEMORY USAGE at 1 event and at the most events measured
+// within 3%.
+func checkNodes(t *testing.T, mem Memory, st topology.StoreConfig, eventBytes, nodeBytes, nodeEntries int, from string) {
+	t.Helper()
+	msg := topology.MessageBytes(eventBytes)
+	if mem.MessageBytes != msg || mem.NodeBytes != nodeBytes || mem.NodeEntries != nodeEntries || !strings.HasPrefix(mem.ConfigFrom, from) {
+		t.Errorf("memory %+v: want %d-byte messages, nodes of %d bytes and %d entries, from %q", mem, msg, nodeBytes, nodeEntries, from)
+	}
+	last := len(mem.Events) - 1
+	if last < 0 || len(mem.Bytes) != len(mem.Events) || len(mem.Nodes) != len(mem.Events) || mem.Events[0] != 1 || mem.Nodes[0] != 1 || mem.Nodes[last] != memoryNodes {
+		t.Fatalf("memory at events %v: %v bytes in %v nodes, want 1 event in 1 node first and %d nodes last", mem.Events, mem.Bytes, mem.Nodes, memoryNodes)
+	}
+	// A node holds at most its bytes' worth of messages, each with at
+	// least a few bytes of its own, and not more than 64.
+	if lo, hi := min(max(nodeBytes/(msg+64), 1), nodeEntries), min(max(nodeBytes/msg, 1), nodeEntries); mem.PerNode < lo || mem.PerNode > hi {
+		t.Errorf("%d events per node of %d-byte messages, want %d..%d", mem.PerNode, msg, lo, hi)
+	}
+	if node := float64(max(nodeBytes, msg)); float64(mem.NodeStep) < 0.75*node || float64(mem.NodeStep) > 1.5*node {
+		t.Errorf("a node of %d-byte messages takes %d bytes, want within [0.75, 1.5] × %v", msg, mem.NodeStep, node)
+	}
+	k := 1
+	for i := 1; i <= last; i++ {
+		switch d := mem.Nodes[i] - mem.Nodes[i-1]; {
+		case d < 0 || d > 1 || mem.Bytes[i] < mem.Bytes[i-1]:
+			t.Errorf("at event %d: %d nodes and %d bytes after %d and %d; want one more node at most, and no less memory", mem.Events[i], mem.Nodes[i], mem.Bytes[i], mem.Nodes[i-1], mem.Bytes[i-1])
+		case d == 1:
+			if want := 1 + k*mem.PerNode; mem.Events[i] != want {
+				t.Errorf("node %d began at event %d, want %d: every node holds %d (events %v, nodes %v)", k+1, mem.Events[i], want, mem.PerNode, mem.Events, mem.Nodes)
+			}
+			if jump := mem.Bytes[i] - mem.Bytes[i-1]; k >= 2 && jump != mem.NodeStep {
+				t.Errorf("node %d began with %d bytes more, want %d like every one after the second (usage %v at events %v)", k+1, jump, mem.NodeStep, mem.Bytes, mem.Events)
+			}
+			k++
+		}
+	}
+	cost := st.RedisStreamCost(eventBytes)
+	if cost.PerNode != int64(mem.PerNode) {
+		t.Errorf("the model's node holds %d events of %d bytes, measured %d (store %+v)", cost.PerNode, eventBytes, mem.PerNode, st)
+	}
+	for _, i := range []int{0, last} {
+		n, got := mem.Events[i], mem.Bytes[i]
+		model := cost.Bytes(int64(n))
+		if r := float64(model) / float64(got); r < 0.97 || r > 1.03 {
+			t.Errorf("a stream of %d events of %d bytes: the model says %d bytes, MEMORY USAGE %d (ratio %.3f, want within 3%%); store %+v",
+				n, eventBytes, model, got, r, st)
+		}
+	}
+}
+
+// The memory step alone, on a real redis-server: at the default event size,
+// at a 1-byte payload, and at 100 bytes, whose nodes outgrow their first
+// allocation before they end (the usage moves within a node too); and with
+// stream-node-max-entries set to 20, which CONFIG GET reads. Nodes of the
+// configuration, and a derived model that gives MEMORY USAGE back. Its
+// stream is deleted.
+func TestMemoryNodes(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t, 1)
+	ctx := context.Background()
+	for _, c := range []struct{ eventBytes, nodeEntries int }{{DefaultEventBytes, 100}, {1, 100}, {100, 100}, {1, 20}, {DefaultEventBytes, 20}} {
+		if err := rdb.ConfigSet(ctx, "stream-node-max-entries", strconv.Itoa(c.nodeEntries)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		o, err := (&Options{EventBytes: c.eventBytes, Rand: rand.New(rand.NewPCG(5, uint64(c.eventBytes)))}).withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := newMeasurer(rdb, o).memory(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Result{EventBytes: c.eventBytes, ReplayEvents: 100, Memory: mem}
+		r.derive()
+		t.Logf("%d-byte events, %d entries a node: %+v; store %+v", c.eventBytes, c.nodeEntries, r.Memory, r.Store)
+		checkNodes(t, r.Memory, r.Store, c.eventBytes, 4096, c.nodeEntries, ConfigGet)
+		if n := dbsize(t, rdb); n != 0 {
+			t.Errorf("%d keys left after the memory step", n)
+		}
+	}
+}
+
+// Where CONFIG is refused (here by an ACL, as managed Redis does), the
+// memory step assumes Redis's defaults and says so.
+func TestMemoryConfigRefused(t *testing.T) {
+	t.Parallel()
+	srv, admin := startRedis(t, 1)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">secret", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "noconfig", Password: "secret", PoolSize: 1})
+	defer rdb.Close()
+	if err := rdb.ConfigGet(ctx, "stream-node-max-*").Err(); err == nil {
+		t.Fatal("CONFIG GET answered a user without CONFIG")
+	}
+	o, err := (&Options{Rand: rand.New(rand.NewPCG(7, 8))}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := newMeasurer(rdb, o).memory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(mem.ConfigFrom, "CONFIG GET refused") || !strings.Contains(mem.ConfigFrom, "NOPERM") {
+		t.Errorf("config from %q, want it to say CONFIG GET was refused, and how", mem.ConfigFrom)
+	}
+	r := Result{EventBytes: o.EventBytes, ReplayEvents: 100, Memory: mem}
+	r.derive()
+	checkNodes(t, r.Memory, r.Store, o.EventBytes, 4096, 100, ConfigDefaults)
+	data, err := r.Model("stormsim calibrate --test", "calibrated/redis.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `config_from = "Redis's defaults: CONFIG GET refused (NOPERM`) {
+		t.Errorf("the model file does not say the node configuration is Redis's defaults:\n%s", data)
 	}
 }
 
@@ -235,7 +360,7 @@ func TestMeasureUsesTheClock(t *testing.T) {
 	var ticks atomic.Int64
 	now := func() time.Time { return time.Unix(0, ticks.Add(1)*int64(10*time.Microsecond)) }
 	res, err := Measure(context.Background(), rdb, &Options{
-		Concurrency: []int{1}, Step: 20 * time.Millisecond, ReplaySamples: 5, MemoryStreams: 1, MemoryEvents: 10,
+		Concurrency: []int{1}, Step: 20 * time.Millisecond, ReplaySamples: 5,
 		Rand: rand.New(rand.NewPCG(3, 4)), Now: now,
 	})
 	if err != nil {
@@ -325,29 +450,65 @@ func TestBadOptions(t *testing.T) {
 }
 
 // derive charges the model exactly the measured costs, as the simulator
-// consumes them.
+// consumes them, and fits the node model to the measured nodes.
 func TestDerive(t *testing.T) {
 	t.Parallel()
+	nodes := []int{1, 2, 3, 4, 5}
 	cases := []struct {
-		name string
-		r    Result
-		want topology.StoreConfig
+		name     string
+		r        Result
+		want     topology.StoreConfig
+		entryFit []int
 	}{
 		// Ta = 5 µs, T100 = 104 µs: 1 µs per event, 4 µs base; the fit's
-		// 100 µs + 3 µs·n keeps 96 µs and 2 µs·n for the network.
-		{"typical", Result{ReplayEvents: 100, AppendCost: 5 * time.Microsecond, ReplayCost: 104 * time.Microsecond,
-			Replay: Fit{A: 100 * time.Microsecond, B: 3 * time.Microsecond}, Memory: Memory{Factor: 1.1, Overhead: 30}},
+		// 100 µs + 3 µs·n keeps 96 µs and 2 µs·n for the network. 256-byte
+		// payloads, 10 to a 4096-byte node (MEMORY USAGE of Redis 7.0): a
+		// node costs 504 beyond its listpack, the stream 200 more; many
+		// entry overheads fit (0 to 23), so the default stays.
+		{"typical", Result{EventBytes: 256, ReplayEvents: 100, AppendCost: 5 * time.Microsecond, ReplayCost: 104 * time.Microsecond,
+			Replay: Fit{A: 100 * time.Microsecond, B: 3 * time.Microsecond},
+			Memory: Memory{NodeBytes: 4096, NodeEntries: 100, MessageBytes: 384, Events: []int{1, 11, 21, 31, 41},
+				Bytes: []int64{4800, 9888, 14488, 19088, 23688}, Nodes: nodes, PerNode: 10, NodeStep: 4600, OneNode: 4800}},
 			topology.StoreConfig{Concurrency: 1, ServiceBase: 4 * time.Microsecond, ServicePerEvent: time.Microsecond,
-				RedisLatency: 96 * time.Microsecond, RedisLatencyPerEvent: 2 * time.Microsecond, RedisBytesFactor: 1.1, RedisOverheadBytes: 30}},
+				RedisLatency: 96 * time.Microsecond, RedisLatencyPerEvent: 2 * time.Microsecond,
+				RedisNodeBytes: 4096, RedisNodeEntries: 100, RedisEntryOverheadBytes: 12, RedisNodeOverheadBytes: 504, RedisStreamOverheadBytes: 200},
+			[]int{0, 23}},
 		// A replay cheaper than an append: no per-event cost, none below 0.
-		{"cheap replay", Result{ReplayEvents: 10, AppendCost: 10 * time.Microsecond, ReplayCost: 5 * time.Microsecond,
-			Replay: Fit{A: 5 * time.Microsecond, B: -time.Microsecond}, Memory: Memory{Factor: 1, Overhead: 0}},
-			topology.StoreConfig{Concurrency: 1, ServiceBase: 10 * time.Microsecond, RedisBytesFactor: 1}},
+		// 100-byte payloads, whose node outgrows 4096 bytes at its 17th
+		// event: only an entry overhead of 12 puts it there.
+		{"cheap replay", Result{EventBytes: 100, ReplayEvents: 10, AppendCost: 10 * time.Microsecond, ReplayCost: 5 * time.Microsecond,
+			Replay: Fit{A: 5 * time.Microsecond, B: -time.Microsecond},
+			Memory: Memory{NodeBytes: 4096, NodeEntries: 100, MessageBytes: 228, Events: []int{1, 17, 18, 34, 35, 51, 52, 68, 69},
+				Bytes: []int64{4800, 5824, 10912, 11936, 16536, 17560, 22160, 23184, 27784}, Nodes: []int{1, 1, 2, 2, 3, 3, 4, 4, 5},
+				PerNode: 17, NodeStep: 4600, OneNode: 4800}},
+			topology.StoreConfig{Concurrency: 1, ServiceBase: 10 * time.Microsecond,
+				RedisNodeBytes: 4096, RedisNodeEntries: 100, RedisEntryOverheadBytes: 12, RedisNodeOverheadBytes: 504, RedisStreamOverheadBytes: 200},
+			[]int{12, 12}},
+		// The same nodes without the growth at the 17th event: entry
+		// overheads 0 to 11 keep the node within 4096 bytes, the default
+		// does not, so their middle.
+		{"no growth within a node", Result{EventBytes: 100, ReplayEvents: 100,
+			Memory: Memory{NodeBytes: 4096, NodeEntries: 100, MessageBytes: 228, Events: []int{1, 18, 35, 52, 69},
+				Bytes: []int64{4800, 9888, 14488, 19088, 23688}, Nodes: nodes, PerNode: 17, NodeStep: 4600, OneNode: 4800}},
+			topology.StoreConfig{Concurrency: 1,
+				RedisNodeBytes: 4096, RedisNodeEntries: 100, RedisEntryOverheadBytes: 5, RedisNodeOverheadBytes: 504, RedisStreamOverheadBytes: 200},
+			[]int{0, 11}},
+		// Nodes full by their 20 entries say nothing of the entry overhead:
+		// the default. A node of 20 1-byte events shrinks to 3072 bytes.
+		{"entry limit", Result{EventBytes: 1, ReplayEvents: 100,
+			Memory: Memory{NodeBytes: 4096, NodeEntries: 20, MessageBytes: 129, Events: []int{1, 21, 41, 61, 81},
+				Bytes: []int64{4800, 8864, 12440, 16016, 19592}, Nodes: nodes, PerNode: 20, NodeStep: 3576, OneNode: 4800}},
+			topology.StoreConfig{Concurrency: 1,
+				RedisNodeBytes: 4096, RedisNodeEntries: 20, RedisEntryOverheadBytes: 12, RedisNodeOverheadBytes: 504, RedisStreamOverheadBytes: 200},
+			nil},
 	}
 	for _, c := range cases {
 		c.r.derive()
 		if c.r.Store != c.want {
 			t.Errorf("%s: got %+v\nwant %+v", c.name, c.r.Store, c.want)
+		}
+		if !slices.Equal(c.r.Memory.EntryFit, c.entryFit) {
+			t.Errorf("%s: entry overheads %v fit best, want %v", c.name, c.r.Memory.EntryFit, c.entryFit)
 		}
 	}
 }

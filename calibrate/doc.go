@@ -13,8 +13,13 @@
 //     Options.ReplayEvents events;
 //   - replay latency at concurrency 1 for several lengths, fitted to a + b·n
 //     by least squares;
-//   - memory per event held in a stream (MEMORY USAGE), at the event size
-//     and at half and twice it, fitted to payload·factor + overhead.
+//   - memory held by a stream, node by node: one stream of messages of the
+//     event size (topology.MessageBytes) grown one event at a time, with
+//     its MEMORY USAGE and node count (XINFO STREAM) after each, until it
+//     has five nodes; with stream-node-max-bytes and stream-node-max-entries
+//     (CONFIG GET, or Redis's defaults where CONFIG is refused) this gives
+//     the events per node and what a node and a stream cost, to which the
+//     simulator's stream model is fitted.
 //
 // Result.Store holds the model keys derived from them (the derivation is
 // documented on derive), and Result.Model encodes them, with where they came
@@ -28,5 +33,5 @@
 //	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256})
 //	res, err := calibrate.Measure(ctx, rdb, nil)
 //	if err != nil { ... }
-//	data, err := res.Model(calibrate.Source{Command: "stormsim calibrate --redis " + addr})
+//	data, err := res.Model("stormsim calibrate --redis "+addr, "calibrated/redis.toml")
 package calibrate

@@ -18,8 +18,12 @@ type storeTable struct {
 	Concurrency          int           `toml:"concurrency"`
 	ServiceBase          time.Duration `toml:"service_base"`
 	ServicePerEvent      time.Duration `toml:"service_per_event"`
-	RedisBytesFactor     float64       `toml:"redis_bytes_factor"`
-	RedisOverheadBytes   int           `toml:"redis_overhead_bytes"`
+	// The Redis stream node model; the tags are topology.StoreConfig's.
+	RedisNodeBytes           int `toml:"redis_node_bytes"`
+	RedisNodeEntries         int `toml:"redis_node_entries"`
+	RedisEntryOverheadBytes  int `toml:"redis_entry_overhead_bytes"`
+	RedisNodeOverheadBytes   int `toml:"redis_node_overhead_bytes"`
+	RedisStreamOverheadBytes int `toml:"redis_stream_overhead_bytes"`
 }
 
 // sourceTable is the [source] table: where the figures came from, and the
@@ -62,12 +66,25 @@ type fitTable struct {
 	B       time.Duration   `toml:"b"`
 }
 
+// memoryTable is [source.memory]: the node configuration and where it came
+// from, the message size, MEMORY USAGE and the node count of one stream at
+// 1 event and at every event where either changed, the per-node figures
+// read from them, and what the derived [store] model gives at the same
+// event counts, with its largest difference at any count measured.
 type memoryTable struct {
-	Sizes           []int     `toml:"sizes"`
-	BytesPerEvent   []float64 `toml:"bytes_per_event"`
-	Streams         int       `toml:"streams"`
-	EventsPerStream int       `toml:"events_per_stream"`
-	AtEventBytes    float64   `toml:"bytes_per_event_at_event_bytes"`
+	NodeBytes     int     `toml:"stream_node_max_bytes"`
+	NodeEntries   int     `toml:"stream_node_max_entries"`
+	ConfigFrom    string  `toml:"config_from"`
+	MessageBytes  int     `toml:"message_bytes"`
+	Events        []int   `toml:"events"`
+	Bytes         []int64 `toml:"memory_usage"`
+	Nodes         []int   `toml:"nodes"`
+	EventsPerNode int     `toml:"events_per_node"`
+	NodeStep      int64   `toml:"node_step_bytes"`
+	OneNode       int64   `toml:"one_event_bytes"`
+	EntryFit      []int   `toml:"entry_overhead_bytes_fit"`
+	ModelBytes    []int64 `toml:"model_bytes"`
+	MaxError      int64   `toml:"model_max_error_bytes"`
 }
 
 type stepTable struct {
@@ -105,7 +122,9 @@ func (r *Result) Model(command, include string) ([]byte, error) {
 		Store: storeTable{
 			RedisLatency: s.RedisLatency, RedisLatencyPerEvent: s.RedisLatencyPerEvent, Concurrency: s.Concurrency,
 			ServiceBase: s.ServiceBase, ServicePerEvent: s.ServicePerEvent,
-			RedisBytesFactor: s.RedisBytesFactor, RedisOverheadBytes: s.RedisOverheadBytes,
+			RedisNodeBytes: s.RedisNodeBytes, RedisNodeEntries: s.RedisNodeEntries,
+			RedisEntryOverheadBytes: s.RedisEntryOverheadBytes, RedisNodeOverheadBytes: s.RedisNodeOverheadBytes,
+			RedisStreamOverheadBytes: s.RedisStreamOverheadBytes,
 		},
 		Source: sourceTable{
 			Date: r.Started.UTC().Truncate(time.Second), Command: command,
@@ -116,9 +135,15 @@ func (r *Result) Model(command, include string) ([]byte, error) {
 			AppendCost: Sig3(r.AppendCost), ReplayCost: Sig3(r.ReplayCost), CostFrom: r.CostFrom,
 			AppendLatency: latTable(r.Append),
 			ReplayFit:     fitTable{Lengths: r.Replay.Lengths, A: Sig3(r.Replay.A), B: Sig3(r.Replay.B)},
-			Memory: memoryTable{Sizes: r.Memory.Sizes, BytesPerEvent: r.Memory.BytesPerEvent,
-				Streams: r.Memory.Streams, EventsPerStream: r.Memory.EventsPerStream, AtEventBytes: r.Memory.AtEventBytes},
+			Memory: memoryTable{NodeBytes: r.Memory.NodeBytes, NodeEntries: r.Memory.NodeEntries, ConfigFrom: r.Memory.ConfigFrom,
+				MessageBytes: r.Memory.MessageBytes, Events: r.Memory.Events, Bytes: r.Memory.Bytes,
+				Nodes: r.Memory.Nodes, EventsPerNode: r.Memory.PerNode, NodeStep: r.Memory.NodeStep, OneNode: r.Memory.OneNode,
+				EntryFit: r.Memory.EntryFit, MaxError: r.Memory.MaxError},
 		},
+	}
+	cost := s.RedisStreamCost(r.EventBytes)
+	for _, n := range r.Memory.Events {
+		f.Source.Memory.ModelBytes = append(f.Source.Memory.ModelBytes, cost.Bytes(int64(n)))
 	}
 	for _, p := range r.Replay.P50 {
 		f.Source.ReplayFit.P50 = append(f.Source.ReplayFit.P50, Sig3(p))

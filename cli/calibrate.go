@@ -32,11 +32,15 @@ pipelined with its EXPIREs; XRANGE from a cursor) and write the simulator's stor
   throughput            ops/s at each --concurrency: appends one at a time, pipelined appends,
                         replays of --replay-events events; and Redis's own CPU time per operation
   replay latency        p50 of XRANGE at each --replay-lengths, fitted to a + b·events
-  memory                MEMORY USAGE per event held, at 1 byte, half, one and twice --event-bytes
+  memory                MEMORY USAGE and nodes (XINFO STREAM) of one stream of --event-bytes events,
+                        each in its message (128 bytes more), grown one at a time to five nodes; with
+                        stream-node-max-bytes and -entries (CONFIG GET, or Redis's defaults where
+                        CONFIG is refused): the events per node, and what a node and a stream cost
 
 and from them the [store] keys redis_latency, redis_latency_per_event, concurrency, service_base,
-service_per_event, redis_bytes_factor and redis_overhead_bytes. The file (TOML) holds those in
-[store] and where they came from, with every raw figure, in [source]. A scenario includes it with
+service_per_event, redis_node_bytes, redis_node_entries, redis_entry_overhead_bytes,
+redis_node_overhead_bytes and redis_stream_overhead_bytes. The file (TOML) holds those in [store]
+and where they came from, with every raw figure, in [source]. A scenario includes it with
 store_model = "calibrated/redis.toml" in [defaults], [scenario.NAME] or [design.NAME] (relative
 to the scenarios file); that block's own [store] keys win.
 
@@ -197,11 +201,21 @@ func printCalibration(env *Env, r *calibrate.Result, out string) {
 		p50s = append(p50s, fmt.Sprintf("%d: %v", n, calibrate.Sig3(r.Replay.P50[i])))
 	}
 	fmt.Fprintf(w, "replay latency at concurrency 1: %v + %v × events (p50 by length, %s)\n", calibrate.Sig3(r.Replay.A), calibrate.Sig3(r.Replay.B), strings.Join(p50s, ", "))
-	fmt.Fprintf(w, "memory: %.1f B per %d-byte event held in Redis\n", r.Memory.AtEventBytes, r.EventBytes)
+	mem := r.Memory
+	var points []string
+	for i, n := range mem.Events {
+		points = append(points, fmt.Sprintf("%d: %d B", n, mem.Bytes[i]))
+	}
+	fmt.Fprintf(w, "memory of a stream of %d-byte messages: %d B at 1 event, %d events a node, %d B more as each begins (MEMORY USAGE by events, %s)\n",
+		mem.MessageBytes, mem.OneNode, mem.PerNode, mem.NodeStep, strings.Join(points, ", "))
+	fmt.Fprintf(w, "stream nodes: stream-node-max-bytes %d, stream-node-max-entries %d (%s); the model is within %d B of every figure\n",
+		mem.NodeBytes, mem.NodeEntries, mem.ConfigFrom, mem.MaxError)
 	fmt.Fprintf(w, "cost to Redis (%s): %v per pipelined append, %v per replay of %d events\n\n", r.CostFrom, calibrate.Sig3(r.AppendCost), calibrate.Sig3(r.ReplayCost), r.ReplayEvents)
 	s := r.Store
-	fmt.Fprintf(w, "[store]\nredis_latency = %q\nredis_latency_per_event = %q\nconcurrency = %d\nservice_base = %q\nservice_per_event = %q\nredis_bytes_factor = %v\nredis_overhead_bytes = %d\n\n",
-		s.RedisLatency, s.RedisLatencyPerEvent, s.Concurrency, s.ServiceBase, s.ServicePerEvent, s.RedisBytesFactor, s.RedisOverheadBytes)
+	fmt.Fprintf(w, "[store]\nredis_latency = %q\nredis_latency_per_event = %q\nconcurrency = %d\nservice_base = %q\nservice_per_event = %q\n",
+		s.RedisLatency, s.RedisLatencyPerEvent, s.Concurrency, s.ServiceBase, s.ServicePerEvent)
+	fmt.Fprintf(w, "redis_node_bytes = %d\nredis_node_entries = %d\nredis_entry_overhead_bytes = %d\nredis_node_overhead_bytes = %d\nredis_stream_overhead_bytes = %d\n\n",
+		s.RedisNodeBytes, s.RedisNodeEntries, s.RedisEntryOverheadBytes, s.RedisNodeOverheadBytes, s.RedisStreamOverheadBytes)
 	fmt.Fprintf(w, "wrote %s (include it with store_model = %q, relative to the scenarios file)\n", out, filepath.ToSlash(filepath.Clean(out)))
 }
 

@@ -46,7 +46,8 @@ func TestCalibrateIncludeChangesTheSimulation(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("calibrate: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
-	for _, want := range []string{"redis 7", "concurrency", "append latency at concurrency 1: p50", "replay latency at concurrency 1", "[store]", "wrote " + model} {
+	for _, want := range []string{"redis 7", "concurrency", "append latency at concurrency 1: p50", "replay latency at concurrency 1",
+		"memory of a stream of 384-byte messages: ", "stream-node-max-bytes 4096, stream-node-max-entries 100 (CONFIG GET)", "[store]", "redis_node_bytes = 4096", "wrote " + model} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -102,8 +103,19 @@ func TestCalibrateIncludeChangesTheSimulation(t *testing.T) {
 	if cal != want {
 		t.Errorf("the included store\n%+v\nis not the defaults under the model\n%+v", cal, want)
 	}
-	if cal.RedisLatency == def.RedisLatency || cal.ServiceBase == def.ServiceBase || cal.RedisBytesFactor == def.RedisBytesFactor {
+	if cal.RedisLatency == def.RedisLatency || cal.ServiceBase == def.ServiceBase {
 		t.Errorf("the calibrated store %+v does not differ from the defaults %+v", cal, def)
+	}
+	// The node model is read from the file too (at 256-byte events on a
+	// default Redis it may well equal the defaults, which were measured so).
+	for _, k := range []string{"redis_node_bytes", "redis_node_entries", "redis_entry_overhead_bytes", "redis_node_overhead_bytes", "redis_stream_overhead_bytes"} {
+		if _, ok := file.Store[k]; !ok {
+			t.Errorf("the model's [store] lacks %s: %v", k, file.Store)
+		}
+	}
+	if cal.RedisNodeBytes != 4096 || cal.RedisNodeEntries != 100 || cal.RedisStreamCost(256).PerNode != 10 {
+		t.Errorf("the calibrated store's nodes: %d bytes, %d entries, %d events of 256 bytes each; want 4096, 100 and 10 on a default redis-server",
+			cal.RedisNodeBytes, cal.RedisNodeEntries, cal.RedisStreamCost(256).PerNode)
 	}
 
 	// Run the simulator on both, through the run command.

@@ -511,7 +511,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 				ld.errorf(where, "%v is not a number", raw[k])
 				continue
 			}
-			if f <= 0 || (k == "replay_latency_factor" && f < 1) {
+			if f <= 0 || (strings.HasSuffix(k, "_factor") && f < 1) {
 				ld.errorf(where, "%v must be above 0 (a factor at least 1)", f)
 				continue
 			}
@@ -526,8 +526,8 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 
 // AgreementKeys are the tolerances [scenario.NAME.agreement] may set for
 // --engine both: absolute differences for the fractions and re-issues per
-// 100 calls, a factor for replay latency.
-var AgreementKeys = []string{"lost_fraction", "rate_404", "resumed_fraction", "reissued_per_100", "replay_latency_factor"}
+// 100 calls, factors for replay latency and the store's peak size.
+var AgreementKeys = []string{"lost_fraction", "rate_404", "resumed_fraction", "reissued_per_100", "replay_latency_factor", "store_peak_factor"}
 
 // expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
 // for every design, and a table per design for that design alone.
@@ -831,7 +831,7 @@ func (ld *loader) unknownKeys(keys []toml.Key, where, strip string) {
 			if slices.Contains(valid, path[i]) || (len(valid) == 1 && valid[0] == "NAME") {
 				continue
 			}
-			ld.errorf(where, "%s: unknown key (valid: %s)", strings.Join(path[:i+1], "."), strings.Join(valid, ", "))
+			ld.errorf(where, "%s: unknown key%s (valid: %s)", strings.Join(path[:i+1], "."), replacedKey(path[i]), strings.Join(valid, ", "))
 			break
 		}
 		ld.durationKey(k, path, where)
@@ -1023,7 +1023,7 @@ func readStoreModel(path, name string) *storeModel {
 		case key[0] != "store" && key[0] != "source":
 			bad("%s: unknown key (valid: store, source)", key[0])
 		case key[0] == "store" && len(key) >= 2 && !slices.Contains(valid, key[1]):
-			bad("store.%s: unknown key (valid: %s)", key[1], strings.Join(valid, ", "))
+			bad("store.%s: unknown key%s (valid: %s)", key[1], replacedKey(key[1]), strings.Join(valid, ", "))
 		case key[0] == "store" && len(key) == 2 && durationKeys[key[1]] && m.md.Type(key...) != "String":
 			bad("store.%s: want a duration string such as \"300µs\", not a bare %s", key[1], strings.ToLower(m.md.Type(key...)))
 		}
@@ -1047,4 +1047,15 @@ func readStoreModel(path, name string) *storeModel {
 		}
 	}
 	return m
+}
+
+// replacedKey says what replaced a key that older scenarios and store-model
+// files may still hold, or "".
+func replacedKey(key string) string {
+	switch key {
+	case "redis_bytes_factor", "redis_overhead_bytes":
+		return "; Redis memory is modelled node by node now: redis_node_bytes, redis_node_entries, " +
+			"redis_entry_overhead_bytes, redis_node_overhead_bytes, redis_stream_overhead_bytes (run stormsim calibrate again for a store-model file)"
+	}
+	return ""
 }

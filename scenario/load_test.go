@@ -93,6 +93,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown top", minimal + "[bogus]\nx = 1\n", nil, []string{"t.toml", "bogus", "unknown key", "valid: defaults, design, scenario"}},
 		// Unknown key in a workload, with the valid ones listed.
 		{"unknown workload key", minimal + "[scenario.s.workload]\nclientz = 5\n", nil, []string{"t.toml", "scenario.s.workload.clientz", "unknown key", "clients"}},
+		{"replaced store key", minimal + "[scenario.s.store]\nredis_bytes_factor = 1.15\n", nil, []string{"t.toml", "scenario.s.store.redis_bytes_factor", "unknown key; Redis memory is modelled node by node now", "redis_node_bytes"}},
 		// Wrong type.
 		{"wrong type", minimal + "[scenario.s.workload]\nclients = \"many\"\n", nil, []string{"t.toml: line 5: scenario.s.workload.clients", "incompatible types"}},
 		// Bad duration.
@@ -271,8 +272,8 @@ redis_latency_per_event = "2µs"
 concurrency = 1
 service_base = "3µs"
 service_per_event = "600ns"
-redis_bytes_factor = 1.3
-redis_overhead_bytes = 40
+redis_node_overhead_bytes = 600
+redis_stream_overhead_bytes = 40
 
 [source]
 date = 2026-11-30T12:00:00Z
@@ -335,7 +336,7 @@ redis_latency = "1ms"
 	// redis-events in s: model A, then s's explicit key.
 	want := def
 	want.RedisLatency, want.RedisLatencyPerEvent, want.Concurrency = 50*us, 4*us, 1
-	want.ServiceBase, want.ServicePerEvent, want.RedisBytesFactor, want.RedisOverheadBytes = 3*us, 600*time.Nanosecond, 1.3, 40
+	want.ServiceBase, want.ServicePerEvent, want.RedisNodeOverheadBytes, want.RedisStreamOverheadBytes = 3*us, 600*time.Nanosecond, 600, 40
 	if got := s.Designs[0].Store; got != want {
 		t.Errorf("redis-events in s: store\n got %+v\nwant %+v", got, want)
 	}
@@ -348,7 +349,7 @@ redis_latency = "1ms"
 	// over its own model.
 	want = def
 	want.RedisLatency, want.RedisLatencyPerEvent, want.Concurrency = time.Millisecond, 2*us, 1
-	want.ServiceBase, want.ServicePerEvent, want.RedisBytesFactor, want.RedisOverheadBytes = 3*us, 700*time.Nanosecond, 1.3, 40
+	want.ServiceBase, want.ServicePerEvent, want.RedisNodeOverheadBytes, want.RedisStreamOverheadBytes = 3*us, 700*time.Nanosecond, 600, 40
 	if got := u.Designs[0].Store; got != want {
 		t.Errorf("redis-events in u: store\n got %+v\nwant %+v", got, want)
 	}
@@ -385,6 +386,8 @@ func TestStoreModelErrors(t *testing.T) {
 		// A key StoreConfig does not have.
 		{"unknown key", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nredis_latncy = \"1ms\"\n", nil,
 			"s.toml: scenario.s.store_model: m.toml: store.redis_latncy: unknown key (valid: memory_cap_bytes,"},
+		{"replaced key", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\nredis_overhead_bytes = 47\n", nil,
+			"s.toml: scenario.s.store_model: m.toml: store.redis_overhead_bytes: unknown key; Redis memory is modelled node by node now"},
 		// A table that is neither [store] nor [source].
 		{"unknown table", "[scenario.s]\nstore_model = \"m.toml\"\n", "[store]\n[stor]\nx = 1\n", nil,
 			"s.toml: scenario.s.store_model: m.toml: stor: unknown key (valid: store, source)"},
@@ -454,7 +457,7 @@ func TestShippedStoreModel(t *testing.T) {
 	s, _ := f.Scenario("s")
 	p, _ := plain.Scenario("s")
 	got, def := s.Designs[0].Store, p.Designs[0].Store
-	if got.RedisLatency == def.RedisLatency || got.ServiceBase == def.ServiceBase || got.RedisBytesFactor == def.RedisBytesFactor {
+	if got.RedisLatency == def.RedisLatency || got.ServiceBase == def.ServiceBase {
 		t.Errorf("the shipped model leaves the store at its defaults: %+v", got)
 	}
 	if got.Timeout != def.Timeout || got.RedisTTL != def.RedisTTL {

@@ -150,6 +150,7 @@ type engine struct {
 	hasSessions, shared, priming, pollClose, noResume bool
 	events                                            string
 	evBytes                                           int64
+	redisCost                                         topology.RedisStreamCost
 	iv                                                int64
 	horizon, duration, step                           int64
 
@@ -157,7 +158,7 @@ type engine struct {
 	attempts []attempt
 	procs    []proc
 	slots    []int32 // serving process per slot, -1 none
-	// Redis: the events held by ended streams, and those streams in the
+	// Redis: the bytes held by ended streams, and those streams in the
 	// order they ended (= the order they expire).
 	redisFixed int64
 	redisEnded []int32
@@ -561,7 +562,7 @@ func (e *engine) dropStream(ai int32) {
 		return
 	}
 	a.gone = true
-	e.redisFixed -= int64(a.fixedN)
+	e.redisFixed -= e.streamBytes(int64(a.fixedN))
 	a.fixedN = 0
 	if a.memIdx >= 0 {
 		e.procs[a.proc].mem.remove(a.memIdx, e.attempts)
@@ -901,7 +902,7 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	}
 	if a.stored && !a.gone && e.events == topology.EventsRedis {
 		a.fixedN = a.endN - e.storedLo(a, a.endN) + 1
-		e.redisFixed += int64(a.fixedN)
+		e.redisFixed += e.streamBytes(int64(a.fixedN))
 		e.redisEnded = append(e.redisEnded, ai)
 	}
 	c := &e.clients[a.client]
@@ -1307,7 +1308,7 @@ func (e *engine) sample(i int) {
 				if a.end+ttl > e.now {
 					break
 				}
-				e.redisFixed -= int64(a.fixedN)
+				e.redisFixed -= e.streamBytes(int64(a.fixedN))
 				a.fixedN, a.gone = 0, true
 				e.redisHead++
 			}
@@ -1316,7 +1317,7 @@ func (e *engine) sample(i int) {
 				e.redisHead = 0
 			}
 		}
-		n := e.redisFixed
+		bytes = e.redisFixed
 		first := e.first()
 		maxlen := int64(e.d.Store.RedisMaxLen)
 		for p := range e.procs {
@@ -1327,13 +1328,15 @@ func (e *engine) sample(i int) {
 				if maxlen > 0 && c > maxlen {
 					c = maxlen
 				}
-				n += c
+				bytes += e.streamBytes(c)
 			}
 		}
-		bytes = n * e.evBytes
 	}
 	e.series.StoreBytes[i] = bytes
 }
+
+// streamBytes is what a Redis stream of n events takes.
+func (e *engine) streamBytes(n int64) int64 { return e.redisCost.Bytes(n) }
 
 // memorySettle applies go-sdk's purge to one process's store: while over the
 // cap, drop the oldest event of every stream in turn. It returns the bytes

@@ -181,7 +181,8 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	}
 	e.priming = e.events != topology.EventsNone && d.Era != "2025-06-18"
 	e.pollClose = e.events != topology.EventsNone && d.Era == "2025-11-25"
-	e.evBytes = max(d.Store.EventBytes(e.events, sc.Workload.EventBytes), 1)
+	e.evBytes = max(d.Store.MemoryEventBytes(sc.Workload.EventBytes), 1)
+	e.redisCost = d.Store.RedisStreamCost(sc.Workload.EventBytes)
 	if e.iv < 1 {
 		e.iv = 1
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -44,9 +45,18 @@ type StoreConfig struct {
 	// RedisMaxLen caps each stream (XADD MAXLEN). 0 = no cap.
 	RedisMaxLen int `toml:"redis_maxlen" json:"redis_maxlen"`
 	// RedisTTL expires a stream this long after its last append. 0 = never.
-	RedisTTL           time.Duration `toml:"redis_ttl" json:"redis_ttl"`
-	RedisBytesFactor   float64       `toml:"redis_bytes_factor" json:"redis_bytes_factor"`
-	RedisOverheadBytes int           `toml:"redis_overhead_bytes" json:"redis_overhead_bytes"`
+	RedisTTL time.Duration `toml:"redis_ttl" json:"redis_ttl"`
+	// What a Redis stream holds, node by node (RedisStreamBytes): a node
+	// is a listpack of RedisNodeBytes (stream-node-max-bytes; Redis 7
+	// allocates it whole up front) holding at most RedisNodeEntries
+	// entries (stream-node-max-entries) of the message plus
+	// RedisEntryOverheadBytes each. A node costs its listpack plus
+	// RedisNodeOverheadBytes, a stream RedisStreamOverheadBytes more.
+	RedisNodeBytes           int `toml:"redis_node_bytes" json:"redis_node_bytes"`
+	RedisNodeEntries         int `toml:"redis_node_entries" json:"redis_node_entries"`
+	RedisEntryOverheadBytes  int `toml:"redis_entry_overhead_bytes" json:"redis_entry_overhead_bytes"`
+	RedisNodeOverheadBytes   int `toml:"redis_node_overhead_bytes" json:"redis_node_overhead_bytes"`
+	RedisStreamOverheadBytes int `toml:"redis_stream_overhead_bytes" json:"redis_stream_overhead_bytes"`
 	// Latency of one replay read: a + b·events.
 	MemoryLatency        time.Duration `toml:"memory_latency" json:"memory_latency"`
 	RedisLatency         time.Duration `toml:"redis_latency" json:"redis_latency"`
@@ -65,15 +75,21 @@ type StoreConfig struct {
 
 // DefaultStore is the store model measured in DOMAIN.md §2 and §5.
 var DefaultStore = StoreConfig{
-	MemoryCapBytes:       10 << 20,
-	MemoryOverheadBytes:  64,
-	RedisMaxLen:          0,
-	RedisTTL:             10 * time.Minute,
-	RedisBytesFactor:     1.15,
-	RedisOverheadBytes:   20,
-	MemoryLatency:        20 * time.Microsecond,
-	RedisLatency:         300 * time.Microsecond,
-	RedisLatencyPerEvent: 5 * time.Microsecond,
+	MemoryCapBytes:      10 << 20,
+	MemoryOverheadBytes: 64,
+	RedisMaxLen:         0,
+	RedisTTL:            10 * time.Minute,
+	// Fitted to MEMORY USAGE of streams in Redis 7.0 (the 256-byte
+	// default payload: 4,800 bytes for 1 to 10 events, 9,888 for 11 to
+	// 20, then 4,600 more for every 10).
+	RedisNodeBytes:           4096,
+	RedisNodeEntries:         100,
+	RedisEntryOverheadBytes:  12,
+	RedisNodeOverheadBytes:   504,
+	RedisStreamOverheadBytes: 200, // with the live store's key names, about 62 bytes
+	MemoryLatency:            20 * time.Microsecond,
+	RedisLatency:             300 * time.Microsecond,
+	RedisLatencyPerEvent:     5 * time.Microsecond,
 	// DOMAIN.md §5: XADD one at a time ≈ 65–88k ops/s, XRANGE of 100 events
 	// ≈ 13–24k/s on one Redis (which runs commands one at a time).
 	Concurrency:     1,
@@ -82,15 +98,89 @@ var DefaultStore = StoreConfig{
 	Timeout:         3 * time.Second,
 }
 
-// EventBytes is what one event of payload bytes costs in the given store.
-func (c *StoreConfig) EventBytes(events string, payload int) int64 {
-	switch events {
-	case EventsMemory:
-		return int64(payload + c.MemoryOverheadBytes)
-	case EventsRedis:
-		return int64(float64(payload)*c.RedisBytesFactor) + int64(c.RedisOverheadBytes)
+// EnvelopeBytes is what the JSON-RPC progress notification that carries an
+// event adds to its payload (method, progress token, progress and total):
+// 131 bytes in the reference replica's messages. Stores keep the whole
+// message, so this is part of every stored event.
+const EnvelopeBytes = 128
+
+// MessageBytes is the size of the message that carries an event of payload
+// bytes: what a store keeps of it.
+func MessageBytes(payload int) int { return payload + EnvelopeBytes }
+
+// MemoryEventBytes is what one event of payload bytes costs in the
+// in-memory store: its message plus the store's own overhead.
+func (c *StoreConfig) MemoryEventBytes(payload int) int64 {
+	return int64(MessageBytes(payload) + c.MemoryOverheadBytes)
+}
+
+// Redis's stream format, as Redis 7 lays it out (t_stream.c, listpack.c):
+// a node's listpack starts with its header and the master entry
+// (redisNodeHeadBytes), and the radix tree that indexes the nodes outgrows
+// its first allocation once a stream has a second node (redisIndexBytes,
+// measured with MEMORY USAGE on Redis 7.0).
+const (
+	redisNodeHeadBytes = 18
+	redisIndexBytes    = 488
+)
+
+// RedisStreamCost is what a Redis stream of events of one size takes in
+// memory. Build it with StoreConfig.RedisStreamCost.
+type RedisStreamCost struct {
+	// PerNode is how many events a node holds; Full what a node that
+	// holds them takes once Redis has moved on to the next one.
+	PerNode, Full, stream int64
+	// last[k-1] is what the stream's newest node takes with k events.
+	last []int64
+}
+
+// RedisStreamCost is the cost of streams of events of payload bytes, the way
+// Redis 7 stores them. An event is an entry of its message plus
+// RedisEntryOverheadBytes. Redis appends to the newest node while the node
+// and the new entry's raw bytes stay under RedisNodeBytes and it has fewer
+// than RedisNodeEntries entries; else it starts a node, allocating
+// RedisNodeBytes up front, and shrinks the old one to fit. Every allocation
+// is rounded up to the allocator's size class (jemalloc's: four per
+// doubling). A node costs its listpack plus RedisNodeOverheadBytes, a
+// stream RedisStreamOverheadBytes more.
+func (c *StoreConfig) RedisStreamCost(payload int) RedisStreamCost {
+	msg := int64(MessageBytes(payload))
+	entry := msg + int64(c.RedisEntryOverheadBytes)
+	node, over := int64(c.RedisNodeBytes), int64(c.RedisNodeOverheadBytes)
+	lp := func(k int64) int64 { return redisNodeHeadBytes + k*entry }
+	per := int64(1)
+	for (c.RedisNodeEntries <= 0 || per < int64(c.RedisNodeEntries)) && lp(per)+msg+1 < node {
+		per++
 	}
-	return 0
+	r := RedisStreamCost{PerNode: per, Full: sizeClass(lp(per)) + over, stream: int64(c.RedisStreamOverheadBytes)}
+	for k := int64(1); k <= per; k++ {
+		r.last = append(r.last, max(sizeClass(node), sizeClass(lp(k)))+over)
+	}
+	return r
+}
+
+// Bytes is what a stream of n events takes; 0 for no events.
+func (r RedisStreamCost) Bytes(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	nodes := (n + r.PerNode - 1) / r.PerNode
+	b := r.stream + (nodes-1)*r.Full + r.last[n-(nodes-1)*r.PerNode-1]
+	if nodes > 1 {
+		b += redisIndexBytes
+	}
+	return b
+}
+
+// sizeClass is the allocation jemalloc makes for n bytes: four size classes
+// per doubling above 128 bytes (a stream node is never smaller), multiples
+// of 16 below.
+func sizeClass(n int64) int64 {
+	if n <= 128 {
+		return max((n+15)/16*16, 8)
+	}
+	spacing := int64(1) << (bits.Len64(uint64(n-1)) - 3)
+	return (n + spacing - 1) / spacing * spacing
 }
 
 // ReplayLatency is the store's service time for a replay of n events.
@@ -128,7 +218,10 @@ func (c *StoreConfig) Validate() []error {
 	neg("memory_overhead_bytes", c.MemoryOverheadBytes < 0, c.MemoryOverheadBytes)
 	neg("redis_maxlen", c.RedisMaxLen < 0, c.RedisMaxLen)
 	neg("redis_ttl", c.RedisTTL < 0, c.RedisTTL)
-	neg("redis_overhead_bytes", c.RedisOverheadBytes < 0, c.RedisOverheadBytes)
+	neg("redis_entry_overhead_bytes", c.RedisEntryOverheadBytes < 0, c.RedisEntryOverheadBytes)
+	neg("redis_node_overhead_bytes", c.RedisNodeOverheadBytes < 0, c.RedisNodeOverheadBytes)
+	neg("redis_stream_overhead_bytes", c.RedisStreamOverheadBytes < 0, c.RedisStreamOverheadBytes)
+	neg("redis_node_entries", c.RedisNodeEntries < 0, c.RedisNodeEntries)
 	neg("memory_latency", c.MemoryLatency < 0, c.MemoryLatency)
 	neg("redis_latency", c.RedisLatency < 0, c.RedisLatency)
 	neg("redis_latency_per_event", c.RedisLatencyPerEvent < 0, c.RedisLatencyPerEvent)
@@ -138,8 +231,8 @@ func (c *StoreConfig) Validate() []error {
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: %v must be positive", c.Timeout))
 	}
-	if c.RedisBytesFactor <= 0 {
-		errs = append(errs, fmt.Errorf("redis_bytes_factor: %v must be positive", c.RedisBytesFactor))
+	if c.RedisNodeBytes <= 0 {
+		errs = append(errs, fmt.Errorf("redis_node_bytes: %v must be positive", c.RedisNodeBytes))
 	}
 	return errs
 }
