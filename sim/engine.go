@@ -420,6 +420,12 @@ func (e *engine) dispatch(ev event) {
 		c := &e.clients[ev.id]
 		if ev.tok == c.ctok && c.call.active {
 			e.settle(c)
+			if c.conn.kind == connCall || c.conn.kind == connResume {
+				// The client gives up on an open stream: it ends before
+				// its result, a drop (DOMAIN.md §6), though nothing
+				// follows it.
+				e.t.Drops++
+			}
 			e.act(ev.id, c, c.brain.Step(clients.Input{Kind: clients.InCallTimeout}))
 		}
 	case evDropTick:

@@ -242,3 +242,19 @@ func TestFactCrashUnproduced(t *testing.T) {
 		}
 	}
 }
+
+// A call timeout that ends an open stream is a drop (DOMAIN.md §6: any end
+// of a call's stream before its result): with no other drops and calls
+// longer than the timeout, every call fails at its timeout with its stream
+// open, and each is one drop.
+func TestCallTimeoutIsADrop(t *testing.T) {
+	t.Parallel()
+	sc := load(t, "steady", "duration=60s", "workload.clients=50", "workload.drop_every=0s",
+		"workload.events_min=100", "workload.events_max=100", "client.call_timeout=5s")
+	for _, d := range run(t, sc, "memory-sticky", "redis-shared").Report.Designs {
+		tt := d.Totals
+		if tt.CallsFailed == 0 || tt.Drops != tt.CallsFailed || tt.Resumes != 0 {
+			t.Errorf("%s: %d calls failed at their timeout, %d drops, %d resumes; want one drop per failed call and no resume", d.Name, tt.CallsFailed, tt.Drops, tt.Resumes)
+		}
+	}
+}

@@ -76,10 +76,11 @@ type Drop struct {
 type DropCause uint8
 
 const (
-	DropServer DropCause = iota // the server or the network ended it
-	DropRandom                  // the client's own random drop (workload.drop_every)
-	DropFault                   // a client-drop fault
-	DropError                   // the stream ended with a JSON-RPC error
+	DropServer  DropCause = iota // the server or the network ended it
+	DropRandom                   // the client's own random drop (workload.drop_every)
+	DropFault                    // a client-drop fault
+	DropError                    // the stream ended with a JSON-RPC error
+	DropTimeout                  // the client gave the call up at its call timeout
 )
 
 // Produced is one line of a replica's production log: an event of a call

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
@@ -42,10 +45,13 @@ func load(t testing.TB, name string, sets []string) *scenario.Scenario {
 // conserve events, every request is a vegeta result, and nothing is left
 // running.
 func TestRunInProcess(t *testing.T) {
-	sc := load(t, "live-smoke", small)
+	// A 4 s call timeout: calls of 10 to 30 events at 5 a second run 2 to
+	// 6 s, so about half of them time out, most with their stream open.
+	sets := append(slices.Clone(small), "client.call_timeout=4s")
+	sc := load(t, "live-smoke", sets)
 	abs, _ := filepath.Abs("../../scenarios.toml")
 	var buf bytes.Buffer
-	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: small,
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: sets,
 		Designs: []string{"memory-sticky", "redis-shared"}, Parallel: 2, Results: &buf})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +84,25 @@ func TestRunInProcess(t *testing.T) {
 		}
 		if len(h.Faults) != 5 { // graceful stop and start, hard stop and start, the client drop
 			t.Errorf("%s: %d fault steps applied: %+v", d.Name, len(h.Faults), h.Faults)
+		}
+		// A call timeout that ends an open stream is a drop, at the call's
+		// end, of a call that failed.
+		ends := map[[2]int32]check.Call{}
+		for _, c := range h.Calls {
+			ends[[2]int32{c.Client, c.Seq}] = c
+		}
+		timeouts := 0
+		for _, x := range h.Drops {
+			if x.Cause != check.DropTimeout {
+				continue
+			}
+			timeouts++
+			if c := ends[[2]int32{x.Client, x.Seq}]; c.Outcome != clients.Failed || c.End < 0 || x.T > c.End || c.End-x.T > int64(100*time.Millisecond) {
+				t.Errorf("%s: timeout drop %+v of call %+v", d.Name, x, c)
+			}
+		}
+		if timeouts == 0 || tt.CallsFailed < int64(timeouts) || tt.Drops < int64(timeouts) {
+			t.Errorf("%s: %d timeout drops, %d calls failed, %d drops", d.Name, timeouts, tt.CallsFailed, tt.Drops)
 		}
 	}
 	dec := vegeta.NewDecoder(&buf)
