@@ -190,11 +190,13 @@ func pool(reps []*report.Report) *report.Report {
 		d.Totals = report.Totals{}
 		var p50, p90 []float64
 		d.ReplayLatencyMS.Count = 0
+		have := int64(0) // the reports that hold the design
 		for _, r := range reps {
 			x := r.Design(d0.Name)
 			if x == nil {
 				continue
 			}
+			have++
 			t := &x.Totals
 			d.Totals.EventsLost += t.EventsLost
 			d.Totals.EventsExpected += t.EventsExpected
@@ -214,7 +216,7 @@ func pool(reps []*report.Report) *report.Report {
 			}
 		}
 		d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = mean(p50), mean(p90)
-		d.Totals.StorePeakBytes /= int64(len(reps)) // the mean peak
+		d.Totals.StorePeakBytes /= have // the mean peak
 		out.Designs = append(out.Designs, d)
 	}
 	return &out

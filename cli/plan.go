@@ -292,9 +292,9 @@ func planChartData(res *plan.Result) *plots.PlanData {
 				}
 				return float64(des.Store.MemoryCapBytes) * float64(pt.Scenario.Replicas), true
 			})
-		p.OpsLimits = designLimits(g, k, "Redis model's append ceiling",
+		p.OpsLimits = designLimits(g, k, "Redis model's ceiling on appends alone",
 			func(lim float64) string {
-				return fmt.Sprintf("Redis model's append ceiling = %.0f ops/s", lim)
+				return fmt.Sprintf("Redis model's ceiling on appends alone = %.0f ops/s", lim)
 			},
 			func(_ *plan.Point, des *scenario.Design) (float64, bool) {
 				c := des.Store.AppendCeiling()

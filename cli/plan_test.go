@@ -153,7 +153,7 @@ func TestPlanWritesFiles(t *testing.T) {
 	}
 	// redis-shared keeps its events in Redis: store-ops draws the default
 	// model's append ceiling, 1 / (12 µs + 0.5 µs).
-	if svg, err := os.ReadFile(filepath.Join(dir, "store-ops.svg")); err != nil || !bytes.Contains(svg, []byte("append ceiling = 80000 ops/s")) {
+	if svg, err := os.ReadFile(filepath.Join(dir, "store-ops.svg")); err != nil || !bytes.Contains(svg, []byte("ceiling on appends alone = 80000 ops/s")) {
 		t.Errorf("store-ops.svg lacks the Redis model's append ceiling (%v)", err)
 	}
 	entries, _ := os.ReadDir(dir)

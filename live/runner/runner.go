@@ -563,7 +563,8 @@ const storeSampleEvery = 500 * time.Millisecond
 
 // sampleStore samples t's store at the end of every step (every
 // storeSampleEvery at most) until ctx ends or the horizon passes. A sample
-// that fails (a stopped Redis) is skipped; the series holds the last one.
+// that fails (a stopped Redis, a replica too busy to answer) or that the
+// end of ctx interrupts is skipped; the series holds the last one.
 func sampleStore(ctx context.Context, t *topo.Topology, t0 time.Time, step, horizon time.Duration) *storeSampler {
 	s := &storeSampler{step: step, measured: true, done: make(chan struct{})}
 	stride := step * max((storeSampleEvery+step-1)/step, 1)
@@ -591,7 +592,7 @@ func sampleStore(ctx context.Context, t *topo.Topology, t0 time.Time, step, hori
 				s.measured = false
 				return
 			}
-			if err == nil {
+			if err == nil && ctx.Err() == nil { // a sample the end of the run cut short is no sample
 				s.at, s.bytes = append(s.at, at), append(s.bytes, n)
 			}
 		}

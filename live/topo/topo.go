@@ -408,11 +408,12 @@ var storeClient = &http.Client{Timeout: time.Second}
 
 // StoreBytes is what the design's event store holds now, the live
 // counterpart of the simulator's store_bytes: for the in-memory store, the
-// sum of what every running replica process reports (a replica that does
-// not answer, being on its way out, counts 0); for Redis, MEMORY USAGE over
-// every event stream (store.StreamBytes), 0 for no store. A Redis that does
-// not answer (stopped by a store-outage fault) is an error: the caller
-// keeps its last sample.
+// sum of what every running replica process reports (a replica that refuses
+// the connection, being on its way out, counts 0); for Redis, MEMORY USAGE
+// over every event stream (store.StreamBytes), 0 for no store. A replica
+// that does not answer in time or answers badly, and a Redis that does not
+// answer (stopped by a store-outage fault), are errors: the caller keeps
+// its last sample.
 func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
 	if t.d.Own != nil {
 		return 0, ErrStoreUnmeasured
@@ -428,7 +429,7 @@ func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
 		var total int64
 		for _, u := range urls {
 			n, err := replicaStoreBytes(ctx, u)
-			if errors.Is(err, ErrStoreUnmeasured) {
+			if err != nil {
 				return 0, err
 			}
 			total += n
@@ -455,7 +456,9 @@ func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
 	return 0, nil
 }
 
-// replicaStoreBytes asks one replica; 0 when it does not answer.
+// replicaStoreBytes asks one replica: 0 when it refuses the connection (it
+// is gone, and its store with it), an error when it does not answer in
+// time or answers badly.
 func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+StorePath, nil)
 	if err != nil {
@@ -463,7 +466,10 @@ func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
 	}
 	resp, err := storeClient.Do(req)
 	if err != nil {
-		return 0, nil // gone or going: its store is gone with it
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("topo: %s: %w", base+StorePath, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
@@ -472,8 +478,11 @@ func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
 	var v struct {
 		Bytes int64 `json:"bytes"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
-		return 0, nil
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("topo: %s: %s", base+StorePath, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return 0, fmt.Errorf("topo: %s: %w", base+StorePath, err)
 	}
 	return v.Bytes, nil
 }
