@@ -225,6 +225,11 @@ const (
 // of 16.
 const liveStreamKeyBytes = len("stormsim:{}:s:") + 32 + 16
 
+// maxEntryOverhead bounds the search for redis_entry_overhead_bytes: a
+// listpack entry's own bytes (headers, back-lengths, the ID's deltas) are a
+// few dozen, never hundreds.
+const maxEntryOverhead = 256
+
 // The memory step grows its stream until it has memoryNodes nodes, or it
 // holds maxMemoryEvents events; fewer than minMemoryNodes nodes are an
 // error.
@@ -430,7 +435,7 @@ func (r *Result) derive() {
 //     OneNode; neither below 0. In a model whose node costs max(node bytes,
 //     message + e) plus the node overhead, these are NodeStep − max(node
 //     bytes, message + e) and OneNode − NodeStep.
-//   - redis_entry_overhead_bytes: of the e ≥ 0 (up to redis_node_bytes)
+//   - redis_entry_overhead_bytes: of the e from 0 to maxEntryOverhead
 //     with which the model's node holds PerNode events, those whose model
 //     (with the two overheads fitted as above) is nearest MEMORY USAGE at
 //     every event count measured (the smallest largest difference;
@@ -453,7 +458,7 @@ func (m *Memory) keys(s *topology.StoreConfig, payload int) {
 	if m.NodeEntries <= 0 || m.PerNode < m.NodeEntries {
 		var best []int
 		bestErr := int64(math.MaxInt64)
-		for e := 0; e <= s.RedisNodeBytes; e++ {
+		for e := 0; e <= min(s.RedisNodeBytes, maxEntryOverhead); e++ {
 			c := *s
 			c.RedisEntryOverheadBytes = e
 			if !m.fit(&c, payload) {

@@ -109,7 +109,7 @@ type attempt struct {
 	gone      bool  // its stream was deleted or lost
 	isCur     bool  // it is its call's current attempt
 	runIdx    int32 // index in its process's running list
-	fixedN    int32 // Redis: events it holds, once ended
+	fixedB    int64 // Redis: the bytes its stream holds, once ended
 	memIdx    int32 // index in its process's memory store, -1 none
 	restartLo int32 // Redis: first index appended after a store restart
 	prev      int32 // the call's attempt before this one, -1 none
@@ -568,8 +568,8 @@ func (e *engine) dropStream(ai int32) {
 		return
 	}
 	a.gone = true
-	e.redisFixed -= e.streamBytes(int64(a.fixedN))
-	a.fixedN = 0
+	e.redisFixed -= a.fixedB
+	a.fixedB = 0
 	if a.memIdx >= 0 {
 		e.procs[a.proc].mem.remove(a.memIdx, e.attempts)
 	}
@@ -907,8 +907,8 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 		e.producing--
 	}
 	if a.stored && !a.gone && e.events == topology.EventsRedis {
-		a.fixedN = a.endN - e.storedLo(a, a.endN) + 1
-		e.redisFixed += e.streamBytes(int64(a.fixedN))
+		a.fixedB = e.streamBytes(int64(e.storedLo(a, a.endN)), int64(a.endN), int64(a.e))
+		e.redisFixed += a.fixedB
 		e.redisEnded = append(e.redisEnded, ai)
 	}
 	c := &e.clients[a.client]
@@ -1314,8 +1314,8 @@ func (e *engine) sample(i int) {
 				if a.end+ttl > e.now {
 					break
 				}
-				e.redisFixed -= e.streamBytes(int64(a.fixedN))
-				a.fixedN, a.gone = 0, true
+				e.redisFixed -= a.fixedB
+				a.fixedB, a.gone = 0, true
 				e.redisHead++
 			}
 			if e.redisHead > 4096 && e.redisHead*2 > len(e.redisEnded) {
@@ -1330,19 +1330,33 @@ func (e *engine) sample(i int) {
 			pr := &e.procs[p]
 			for i, st := range pr.runStart {
 				hi := min((e.now-st)/e.iv, int64(pr.runE[i]))
-				c := hi - int64(max(first, pr.runLo[i])) + 1
-				if maxlen > 0 && c > maxlen {
-					c = maxlen
+				lo := int64(max(first, pr.runLo[i]))
+				if maxlen > 0 && hi-lo+1 > maxlen {
+					lo = hi - maxlen + 1
 				}
-				bytes += e.streamBytes(c)
+				bytes += e.streamBytes(lo, hi, int64(pr.runE[i]))
 			}
 		}
 	}
 	e.series.StoreBytes[i] = bytes
 }
 
-// streamBytes is what a Redis stream of n events takes.
-func (e *engine) streamBytes(n int64) int64 { return e.redisCost.Bytes(n) }
+// streamBytes is what a Redis stream holding indices lo to hi of a call of
+// last index final takes: index 0 is the priming event, final the result.
+func (e *engine) streamBytes(lo, hi, final int64) int64 {
+	if hi < lo {
+		return 0
+	}
+	priming, result := lo == 0, hi == final
+	n := hi - lo + 1
+	if priming {
+		n--
+	}
+	if result {
+		n--
+	}
+	return e.redisCost.Stream(n, priming, result)
+}
 
 // memorySettle applies go-sdk's purge to one process's store: while over the
 // cap, drop the oldest event of every stream in turn. It returns the bytes

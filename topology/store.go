@@ -116,56 +116,122 @@ func (c *StoreConfig) MemoryEventBytes(payload int) int64 {
 
 // Redis's stream format, as Redis 7 lays it out (t_stream.c, listpack.c):
 // a node's listpack starts with its header and the master entry
-// (redisNodeHeadBytes), and the radix tree that indexes the nodes outgrows
-// its first allocation once a stream has a second node (redisIndexBytes,
-// measured with MEMORY USAGE on Redis 7.0).
+// (redisNodeHeadBytes); Redis allocates a new node's listpack at
+// stream-node-max-bytes but never more than redisPreallocBytes up front;
+// an entry with an empty value (the priming event) takes redisEmptyEntry
+// bytes, and one that names a second field (the result's "f") takes
+// redisResultFieldsBytes more than a progress event's overhead; and the
+// radix tree that indexes the nodes outgrows its first allocation once a
+// stream has a second node (redisIndexBytes, measured with MEMORY USAGE on
+// Redis 7.0).
 const (
-	redisNodeHeadBytes = 18
-	redisIndexBytes    = 488
+	redisNodeHeadBytes     = 18
+	redisPreallocBytes     = 4096
+	redisEmptyEntry        = 10
+	redisResultFieldsBytes = 9
+	redisIndexBytes        = 488
 )
 
-// RedisStreamCost is what a Redis stream of events of one size takes in
-// memory. Build it with StoreConfig.RedisStreamCost.
+// ResultBytes is the size of the message that ends a call (the JSON-RPC
+// result, "streamed N events", in the reference replica): the last event
+// of a completed call's stream.
+const ResultBytes = 92
+
+// RedisStreamCost is what a Redis stream of a call's events takes in
+// memory: the priming event (empty), progress events of one size, and the
+// result. Build it with StoreConfig.RedisStreamCost.
 type RedisStreamCost struct {
-	// PerNode is how many events a node holds; Full what a node that
-	// holds them takes once Redis has moved on to the next one.
-	PerNode, Full, stream int64
-	// last[k-1] is what the stream's newest node takes with k events.
-	last []int64
+	// PerNode is how many progress events a node that starts with one
+	// holds; First how many fit after the priming event in a stream's
+	// first node.
+	PerNode, First int64
+
+	entry, raw, result, resultRaw int64 // a progress event's and the result's listpack and raw bytes
+	node, prealloc, over, entries int64
+	stream                        int64
 }
 
 // RedisStreamCost is the cost of streams of events of payload bytes, the way
-// Redis 7 stores them. An event is an entry of its message plus
+// Redis 7 stores them. A progress event is an entry of its message plus
 // RedisEntryOverheadBytes. Redis appends to the newest node while the node
-// and the new entry's raw bytes stay under RedisNodeBytes and it has fewer
-// than RedisNodeEntries entries; else it starts a node, allocating
-// RedisNodeBytes up front, and shrinks the old one to fit. Every allocation
-// is rounded up to the allocator's size class (jemalloc's: four per
-// doubling). A node costs its listpack plus RedisNodeOverheadBytes, a
-// stream RedisStreamOverheadBytes more.
+// and the new entry's raw bytes (its field names and values) stay under
+// RedisNodeBytes and it has fewer than RedisNodeEntries entries; else it
+// starts a node, allocating at most 4096 bytes up front, and shrinks the
+// old one to fit. Every allocation is rounded up to the allocator's size
+// class (jemalloc's: four per doubling). A node costs its listpack plus
+// RedisNodeOverheadBytes, a stream RedisStreamOverheadBytes more.
 func (c *StoreConfig) RedisStreamCost(payload int) RedisStreamCost {
 	msg := int64(MessageBytes(payload))
-	entry := msg + int64(c.RedisEntryOverheadBytes)
-	node, over := int64(c.RedisNodeBytes), int64(c.RedisNodeOverheadBytes)
-	lp := func(k int64) int64 { return redisNodeHeadBytes + k*entry }
-	per := int64(1)
-	for (c.RedisNodeEntries <= 0 || per < int64(c.RedisNodeEntries)) && lp(per)+msg+1 < node {
-		per++
+	e := int64(c.RedisEntryOverheadBytes)
+	r := RedisStreamCost{
+		entry: msg + e, raw: msg + 1,
+		result: ResultBytes + e + redisResultFieldsBytes, resultRaw: ResultBytes + 3,
+		node: int64(c.RedisNodeBytes), prealloc: min(int64(c.RedisNodeBytes), redisPreallocBytes),
+		over: int64(c.RedisNodeOverheadBytes), entries: int64(c.RedisNodeEntries),
+		stream: int64(c.RedisStreamOverheadBytes),
 	}
-	r := RedisStreamCost{PerNode: per, Full: sizeClass(lp(per)) + over, stream: int64(c.RedisStreamOverheadBytes)}
-	for k := int64(1); k <= per; k++ {
-		r.last = append(r.last, max(sizeClass(node), sizeClass(lp(k)))+over)
+	lp, n := int64(redisNodeHeadBytes+redisEmptyEntry), int64(1)
+	for r.fits(lp, n, r.raw) {
+		lp, n, r.First = lp+r.entry, n+1, r.First+1
+	}
+	lp, r.PerNode = redisNodeHeadBytes+r.entry, 1
+	for r.fits(lp, r.PerNode, r.raw) {
+		lp, r.PerNode = lp+r.entry, r.PerNode+1
 	}
 	return r
 }
 
-// Bytes is what a stream of n events takes; 0 for no events.
-func (r RedisStreamCost) Bytes(n int64) int64 {
-	if n <= 0 {
+// fits says whether a node of lp listpack bytes and n entries takes one
+// more entry of raw bytes.
+func (r *RedisStreamCost) fits(lp, n, raw int64) bool {
+	return (r.entries <= 0 || n < r.entries) && lp+raw < r.node
+}
+
+// Bytes is what a stream of n progress events takes (no priming event, no
+// result); 0 for none.
+func (r RedisStreamCost) Bytes(n int64) int64 { return r.Stream(n, false, false) }
+
+// Stream is what a stream takes that holds the priming event (if priming),
+// then progress progress events, then the result (if result); 0 for an
+// empty one.
+func (r RedisStreamCost) Stream(progress int64, priming, result bool) int64 {
+	var nodes, closed, lp, n int64
+	open := func(first int64) { // start a node with an entry of first bytes
+		if nodes > 0 {
+			closed += sizeClass(lp) + r.over // the old node, shrunk to fit
+		}
+		nodes, lp, n = nodes+1, redisNodeHeadBytes+first, 1
+	}
+	m := max(progress, 0)
+	if priming {
+		open(redisEmptyEntry)
+		k := min(m, r.First)
+		lp, n, m = lp+k*r.entry, n+k, m-k
+	}
+	if m > 0 {
+		open(r.entry)
+		k := min(m-1, r.PerNode-1)
+		lp, n, m = lp+k*r.entry, n+k, m-1-k
+		if m > 0 {
+			// This node is full; whole nodes follow, then one with the rest.
+			full := (m - 1) / r.PerNode
+			closed += sizeClass(lp) + r.over + full*(sizeClass(redisNodeHeadBytes+r.PerNode*r.entry)+r.over)
+			nodes += full + 1
+			n = m - full*r.PerNode
+			lp = redisNodeHeadBytes + n*r.entry
+		}
+	}
+	if result {
+		if nodes > 0 && r.fits(lp, n, r.resultRaw) {
+			lp, n = lp+r.result, n+1
+		} else {
+			open(r.result)
+		}
+	}
+	if nodes == 0 {
 		return 0
 	}
-	nodes := (n + r.PerNode - 1) / r.PerNode
-	b := r.stream + (nodes-1)*r.Full + r.last[n-(nodes-1)*r.PerNode-1]
+	b := r.stream + closed + max(sizeClass(r.prealloc), sizeClass(lp)) + r.over
 	if nodes > 1 {
 		b += redisIndexBytes
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/workload"
 )
 
 var bin string
@@ -47,7 +48,8 @@ func load(t testing.TB, name string, sets []string) *scenario.Scenario {
 func TestRunInProcess(t *testing.T) {
 	// A 4 s call timeout: calls of 10 to 30 events at 5 a second run 2 to
 	// 6 s, so about half of them time out, most with their stream open.
-	sets := append(slices.Clone(small), "client.call_timeout=4s")
+	// Half the clients are the go-sdk's, which apply the same timeout.
+	sets := append(slices.Clone(small), "client.call_timeout=4s", "client.impl=go-sdk", "client.impl_share=0.5")
 	sc := load(t, "live-smoke", sets)
 	abs, _ := filepath.Abs("../../scenarios.toml")
 	var buf bytes.Buffer
@@ -91,18 +93,21 @@ func TestRunInProcess(t *testing.T) {
 		for _, c := range h.Calls {
 			ends[[2]int32{c.Client, c.Seq}] = c
 		}
-		timeouts := 0
+		timeouts, sdkTimeouts := 0, 0
 		for _, x := range h.Drops {
 			if x.Cause != check.DropTimeout {
 				continue
 			}
 			timeouts++
+			if workload.Pick(sc.Seed, implPick, uint64(x.Client)) < 0.5 {
+				sdkTimeouts++
+			}
 			if c := ends[[2]int32{x.Client, x.Seq}]; c.Outcome != clients.Failed || c.End < 0 || x.T > c.End || c.End-x.T > int64(100*time.Millisecond) {
 				t.Errorf("%s: timeout drop %+v of call %+v", d.Name, x, c)
 			}
 		}
-		if timeouts == 0 || tt.CallsFailed < int64(timeouts) || tt.Drops < int64(timeouts) {
-			t.Errorf("%s: %d timeout drops, %d calls failed, %d drops", d.Name, timeouts, tt.CallsFailed, tt.Drops)
+		if sdkTimeouts == 0 || timeouts == sdkTimeouts || tt.CallsFailed < int64(timeouts) || tt.Drops < int64(timeouts) {
+			t.Errorf("%s: %d timeout drops (%d of go-sdk clients), %d calls failed, %d drops", d.Name, timeouts, sdkTimeouts, tt.CallsFailed, tt.Drops)
 		}
 	}
 	dec := vegeta.NewDecoder(&buf)

@@ -116,13 +116,24 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: n, Start: c.now(), End: -1})
 	c.mu.Unlock()
 	outcome, cause := clients.Completed, clients.CauseNone
+	// The call timeout, as the native clients and the model apply it: the
+	// SDK has none of its own.
+	callCtx, deadline := ctx, int64(-1)
+	if to := c.d.d.Client.CallTimeout; to > 0 {
+		c.mu.Lock()
+		deadline = c.hist.Calls[len(c.hist.Calls)-1].Start + int64(to)
+		c.mu.Unlock()
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithDeadline(ctx, c.d.t0.Add(time.Duration(deadline)))
+		defer cancel()
+	}
 	var err error
 	if c.session == nil {
 		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c},
 			// stormsim's calls need no server-initiated messages, and the
 			// model's clients open no standalone stream.
 			DisableStandaloneSSE: true}
-		c.session, err = c.client.Connect(ctx, tr, nil)
+		c.session, err = c.client.Connect(callCtx, tr, nil)
 	}
 	var res *mcp.CallToolResult
 	if err == nil {
@@ -130,13 +141,24 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		params := &mcp.CallToolParams{Name: "stream",
 			Arguments: map[string]any{"events": n, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
 		params.SetProgressToken(tok)
-		res, err = c.session.CallTool(ctx, params)
+		res, err = c.session.CallTool(callCtx, params)
 	}
 	if ctx.Err() != nil {
 		c.finish(-1, 0, clients.CauseNone) // pending
 		return true
 	}
 	switch {
+	case err != nil && callCtx.Err() != nil:
+		// Given up at the call timeout: a stream open then (or cut by
+		// it) ended before its result, a drop (DOMAIN.md §6).
+		outcome, cause = clients.Failed, clients.CauseAbandoned
+		c.mu.Lock()
+		if k := len(c.streams); k > 0 {
+			if r := &c.hist.Requests[c.streams[k-1]]; r.Closed == 0 || r.Closed >= deadline {
+				c.why[c.streams[k-1]] = check.DropTimeout
+			}
+		}
+		c.mu.Unlock()
 	case err == nil && !res.IsError:
 	case err == nil:
 		outcome, cause = clients.Failed, clients.CauseError
@@ -182,7 +204,7 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 	}
 	for _, ri := range c.streams {
 		r := &c.hist.Requests[ri]
-		if ri == last && (outcome == clients.Completed || end < 0 || r.Closed == 0) {
+		if ri == last && (outcome == clients.Completed || end < 0 || r.Closed == 0 && c.why[ri] != check.DropTimeout) {
 			continue // carried the result, or open when the run ended (the SDK closes it then)
 		}
 		cause, ok := c.why[ri]
@@ -192,6 +214,9 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 		t := r.Closed
 		if t == 0 {
 			t = c.now()
+		}
+		if cause == check.DropTimeout && end >= 0 {
+			t = min(t, end) // the timeout cut it, whenever the SDK noticed
 		}
 		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: t, Req: int32(ri), Cause: cause})
 	}

@@ -350,3 +350,45 @@ func TestRedisStreamModel(t *testing.T) {
 		}
 	}
 }
+
+// A call's stream as the replica writes it (live/replica): the empty
+// priming event, progress notifications, then the result, which names a
+// second field. The model (RedisStreamCost.Stream) follows it through the
+// node boundaries, where a uniform count would be a whole node off: a
+// 10-event call fits one node.
+func TestRedisCallStreamModel(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	ctx := context.Background()
+	s := NewRedis(rdb, nil)
+	defer s.Close()
+	cost := topology.DefaultStore.RedisStreamCost(256)
+	msg := bytes.Repeat([]byte("x"), topology.MessageBytes(256))
+	result := bytes.Repeat([]byte("r"), topology.ResultBytes)
+	for _, e := range []int64{1, 2, 9, 10, 11, 12, 20, 21, 50, 100} {
+		stream := fmt.Sprint("call", e)
+		check := func(progress int64, final bool) {
+			t.Helper()
+			got, err := rdb.MemoryUsage(ctx, streamKey("model", stream), 0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := cost.Stream(progress, true, final); math.Abs(float64(want-got)) > 0.02*float64(got) {
+				t.Errorf("a %d-event call, %d progress events in, result %v: the model says %d bytes, MEMORY USAGE %d", e, progress, final, want, got)
+			}
+		}
+		if err := s.Append(ctx, "model", stream, Event{Index: 0}); err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(1); i < e; i++ {
+			if err := s.Append(ctx, "model", stream, Event{Index: i, Data: msg}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(e-1, false) // still running: the result is yet to come
+		if err := s.Append(ctx, "model", stream, Event{Index: e, Data: result, Final: true}); err != nil {
+			t.Fatal(err)
+		}
+		check(e-1, true)
+	}
+}
