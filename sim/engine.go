@@ -1360,49 +1360,69 @@ func (e *engine) streamBytes(lo, hi, final int64) int64 {
 
 // memorySettle applies go-sdk's purge to one process's store: while over the
 // cap, drop the oldest event of every stream in turn. It returns the bytes
-// held afterwards.
+// held afterwards: progress events at evBytes, the priming event (empty)
+// and the result at their own sizes.
 func (e *engine) memorySettle(p int32) int64 {
 	pr := &e.procs[p]
 	m := &pr.mem
 	first := int64(e.first())
+	// Each stream as rem<<2 | the priming event held<<1 | the result held.
 	rems := e.scratch[:0]
-	var total, maxRem int64
+	var maxRem int64
 	for i := 0; i < len(m.ai); {
 		hi := int64(m.endN[i])
 		if hi < 0 {
 			hi = min((e.now-m.start[i])/e.iv, int64(m.e[i]))
 		}
 		count := hi - first + 1
-		rem := count - min(max(pr.purgeK-m.k0[i], 0), count)
+		removed := min(max(pr.purgeK-m.k0[i], 0), count)
+		rem := count - removed
 		if rem <= 0 && m.endN[i] >= 0 {
 			// Purged to nothing and never growing again: forget it.
 			m.remove(int32(i), e.attempts)
 			continue
 		}
-		rems = append(rems, rem)
-		total += rem
+		packed := rem << 2
+		if first == 0 && removed == 0 {
+			packed |= 2
+		}
+		if m.endN[i] == m.e[i] {
+			packed |= 1
+		}
+		rems = append(rems, packed)
 		maxRem = max(maxRem, rem)
 		i++
 	}
 	e.scratch = rems
-	capEv := int64(math.MaxInt64)
-	if c := e.d.Store.MemoryCapBytes; c > 0 {
-		capEv = c / e.evBytes
-	}
-	if total <= capEv {
-		return total * e.evBytes
-	}
+	ovh := int64(e.d.Store.MemoryOverheadBytes)
+	primingLess := e.evBytes - ovh                         // the priming event holds no data
+	resultLess := e.evBytes - (topology.ResultBytes + ovh) // nor is the result a progress notification
+	// after is what the store holds after k more rounds of the purge.
 	after := func(k int64) int64 {
 		var t int64
-		for _, r := range rems {
-			t += max(r-k, 0)
+		for _, x := range rems {
+			r := max(x>>2-k, 0)
+			if r == 0 {
+				continue
+			}
+			t += r * e.evBytes
+			if x&2 != 0 && k == 0 {
+				t -= primingLess
+			}
+			if x&1 != 0 {
+				t -= resultLess
+			}
 		}
 		return t
+	}
+	c := e.d.Store.MemoryCapBytes
+	if held := after(0); c <= 0 || held <= c {
+		return held
 	}
 	lo, hi := int64(0), maxRem
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if after(mid) <= capEv {
+		if after(mid) <= c {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -1413,14 +1433,14 @@ func (e *engine) memorySettle(p int32) int64 {
 	// move its start mark so that its later events are not purged already.
 	j := 0
 	for i := range m.ai {
-		if rems[j] < lo {
-			k0 := m.k0[i] + lo - rems[j]
+		if r := rems[j] >> 2; r < lo {
+			k0 := m.k0[i] + lo - r
 			m.k0[i] = k0
 			e.attempts[m.ai[i]].k0 = k0
 		}
 		j++
 	}
-	return after(lo) * e.evBytes
+	return after(lo)
 }
 
 // first is the index of a stream's first stored event: 0, the priming
