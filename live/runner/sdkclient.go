@@ -64,6 +64,7 @@ type sdkClient struct {
 	// lastStream is each call's latest stream request, for the receipts.
 	lastStream map[int32]int
 	awayUntil  int64
+	sealed     bool // the history was handed over: record nothing more
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
@@ -76,7 +77,15 @@ func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
 
 func (c *sdkClient) now() int64 { return c.d.now() }
 
-func (c *sdkClient) history() *check.History { return &c.hist }
+// history seals the client's history and returns it: the SDK's goroutines
+// may still be finishing a stream a call timeout cut, and record nothing
+// once it is sealed.
+func (c *sdkClient) history() *check.History {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sealed = true
+	return &c.hist
+}
 
 func (c *sdkClient) ident() int32 { return c.id }
 
@@ -253,7 +262,7 @@ func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationCli
 	// a call's last notifications may come after CallTool returned its
 	// result: they are receipts of that call all the same.
 	last, known := c.lastStream[seq]
-	if !ok || cl != c.id || !known {
+	if !ok || cl != c.id || !known || c.sealed {
 		return
 	}
 	idx := int32(req.Params.Progress)
@@ -305,6 +314,10 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return c.tr.RoundTrip(req)
 	}
 	c.mu.Lock()
+	if c.sealed {
+		c.mu.Unlock()
+		return c.tr.RoundTrip(req)
+	}
 	rec := check.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
 		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}
 	rec.Session = rec.SessionID != ""
@@ -323,6 +336,14 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.tr.RoundTrip(req.WithContext(ctx))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sealed {
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp.Body = &watched{ReadCloser: resp.Body, c: c, ri: ri, cancel: cancel}
+		return resp, nil
+	}
 	r := &c.hist.Requests[ri]
 	r.Answered = c.now()
 	if err != nil {
@@ -416,10 +437,12 @@ func (w *watched) end() {
 		}
 		c := w.c
 		c.mu.Lock()
-		r := &c.hist.Requests[w.ri]
-		r.Closed, r.BytesIn = c.now(), w.n.Load()
-		if c.cur == w.ri {
-			c.cur, c.cancel = -1, nil
+		if !c.sealed {
+			r := &c.hist.Requests[w.ri]
+			r.Closed, r.BytesIn = c.now(), w.n.Load()
+			if c.cur == w.ri {
+				c.cur, c.cancel = -1, nil
+			}
 		}
 		c.mu.Unlock()
 		w.cancel()
