@@ -119,13 +119,7 @@ const modelHeader = `# A store model for stormsim, measured by 'stormsim calibra
 func (r *Result) Model(command, include string) ([]byte, error) {
 	s := r.Store
 	f := modelFile{
-		Store: storeTable{
-			RedisLatency: s.RedisLatency, RedisLatencyPerEvent: s.RedisLatencyPerEvent, Concurrency: s.Concurrency,
-			ServiceBase: s.ServiceBase, ServicePerEvent: s.ServicePerEvent,
-			RedisNodeBytes: s.RedisNodeBytes, RedisNodeEntries: s.RedisNodeEntries,
-			RedisEntryOverheadBytes: s.RedisEntryOverheadBytes, RedisNodeOverheadBytes: s.RedisNodeOverheadBytes,
-			RedisStreamOverheadBytes: s.RedisStreamOverheadBytes,
-		},
+		Store: r.storeTable(),
 		Source: sourceTable{
 			Date: r.Started.UTC().Truncate(time.Second), Command: command,
 			RedisVersion: r.RedisVersion, RedisOS: r.RedisOS, HostCPUs: r.HostCPUs, HostCPUModel: r.HostCPUModel,
@@ -161,6 +155,32 @@ func (r *Result) Model(command, include string) ([]byte, error) {
 	enc := toml.NewEncoder(&b)
 	enc.Indent = ""
 	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("calibrate: encoding the model: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// storeTable is the [store] table of r's model: the keys StoreKeys names.
+func (r *Result) storeTable() storeTable {
+	s := &r.Store
+	return storeTable{
+		RedisLatency: s.RedisLatency, RedisLatencyPerEvent: s.RedisLatencyPerEvent, Concurrency: s.Concurrency,
+		ServiceBase: s.ServiceBase, ServicePerEvent: s.ServicePerEvent,
+		RedisNodeBytes: s.RedisNodeBytes, RedisNodeEntries: s.RedisNodeEntries,
+		RedisEntryOverheadBytes: s.RedisEntryOverheadBytes, RedisNodeOverheadBytes: s.RedisNodeOverheadBytes,
+		RedisStreamOverheadBytes: s.RedisStreamOverheadBytes,
+	}
+}
+
+// StoreTOML is the [store] table of r's model as the model file holds it,
+// for printing.
+func (r *Result) StoreTOML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := toml.NewEncoder(&b)
+	enc.Indent = ""
+	if err := enc.Encode(struct {
+		Store storeTable `toml:"store"`
+	}{r.storeTable()}); err != nil {
 		return nil, fmt.Errorf("calibrate: encoding the model: %w", err)
 	}
 	return b.Bytes(), nil

@@ -211,11 +211,9 @@ func printCalibration(env *Env, r *calibrate.Result, out string) {
 	fmt.Fprintf(w, "stream nodes: stream-node-max-bytes %d, stream-node-max-entries %d (%s); the model is within %d B of every figure\n",
 		mem.NodeBytes, mem.NodeEntries, mem.ConfigFrom, mem.MaxError)
 	fmt.Fprintf(w, "cost to Redis (%s): %v per pipelined append, %v per replay of %d events\n\n", r.CostFrom, calibrate.Sig3(r.AppendCost), calibrate.Sig3(r.ReplayCost), r.ReplayEvents)
-	s := r.Store
-	fmt.Fprintf(w, "[store]\nredis_latency = %q\nredis_latency_per_event = %q\nconcurrency = %d\nservice_base = %q\nservice_per_event = %q\n",
-		s.RedisLatency, s.RedisLatencyPerEvent, s.Concurrency, s.ServiceBase, s.ServicePerEvent)
-	fmt.Fprintf(w, "redis_node_bytes = %d\nredis_node_entries = %d\nredis_entry_overhead_bytes = %d\nredis_node_overhead_bytes = %d\nredis_stream_overhead_bytes = %d\n\n",
-		s.RedisNodeBytes, s.RedisNodeEntries, s.RedisEntryOverheadBytes, s.RedisNodeOverheadBytes, s.RedisStreamOverheadBytes)
+	if store, err := r.StoreTOML(); err == nil { // the model file, written already, encoded the same table
+		fmt.Fprintf(w, "%s\n", store)
+	}
 	fmt.Fprintf(w, "wrote %s (include it with store_model = %q, relative to the scenarios file)\n", out, filepath.ToSlash(filepath.Clean(out)))
 }
 

@@ -1368,7 +1368,10 @@ func (e *engine) memorySettle(p int32) int64 {
 	first := int64(e.first())
 	// Each stream as rem<<2 | the priming event held<<1 | the result held.
 	rems := e.scratch[:0]
-	var maxRem int64
+	ovh := int64(e.d.Store.MemoryOverheadBytes)
+	primingLess := e.evBytes - ovh                         // the priming event holds no data
+	resultLess := e.evBytes - (topology.ResultBytes + ovh) // nor is the result a progress notification
+	var maxRem, held int64
 	for i := 0; i < len(m.ai); {
 		hi := int64(m.endN[i])
 		if hi < 0 {
@@ -1383,20 +1386,24 @@ func (e *engine) memorySettle(p int32) int64 {
 			continue
 		}
 		packed := rem << 2
+		if rem > 0 {
+			held += rem * e.evBytes
+		}
 		if first == 0 && removed == 0 {
 			packed |= 2
+			held -= primingLess
 		}
 		if m.endN[i] == m.e[i] {
 			packed |= 1
+			if rem > 0 {
+				held -= resultLess
+			}
 		}
 		rems = append(rems, packed)
 		maxRem = max(maxRem, rem)
 		i++
 	}
 	e.scratch = rems
-	ovh := int64(e.d.Store.MemoryOverheadBytes)
-	primingLess := e.evBytes - ovh                         // the priming event holds no data
-	resultLess := e.evBytes - (topology.ResultBytes + ovh) // nor is the result a progress notification
 	// after is what the store holds after k more rounds of the purge.
 	after := func(k int64) int64 {
 		var t int64
@@ -1416,7 +1423,7 @@ func (e *engine) memorySettle(p int32) int64 {
 		return t
 	}
 	c := e.d.Store.MemoryCapBytes
-	if held := after(0); c <= 0 || held <= c {
+	if c <= 0 || held <= c { // held = after(0)
 		return held
 	}
 	lo, hi := int64(0), maxRem

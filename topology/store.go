@@ -147,8 +147,10 @@ type RedisStreamCost struct {
 	PerNode, First int64
 
 	entry, raw, result, resultRaw int64 // a progress event's and the result's listpack and raw bytes
-	node, prealloc, over, entries int64
+	node, over, entries           int64
 	stream                        int64
+	open                          int64 // the newest node's least cost: its preallocated listpack and overhead
+	full                          int64 // a closed node of PerNode progress events, shrunk to fit, and its overhead
 }
 
 // RedisStreamCost is the cost of streams of events of payload bytes, the way
@@ -166,10 +168,10 @@ func (c *StoreConfig) RedisStreamCost(payload int) RedisStreamCost {
 	r := RedisStreamCost{
 		entry: msg + e, raw: msg + 1,
 		result: ResultBytes + e + redisResultFieldsBytes, resultRaw: ResultBytes + 3,
-		node: int64(c.RedisNodeBytes), prealloc: min(int64(c.RedisNodeBytes), redisPreallocBytes),
-		over: int64(c.RedisNodeOverheadBytes), entries: int64(c.RedisNodeEntries),
+		node: int64(c.RedisNodeBytes), over: int64(c.RedisNodeOverheadBytes), entries: int64(c.RedisNodeEntries),
 		stream: int64(c.RedisStreamOverheadBytes),
 	}
+	r.open = sizeClass(min(r.node, redisPreallocBytes)) + r.over
 	lp, n := int64(redisNodeHeadBytes+redisEmptyEntry), int64(1)
 	for r.fits(lp, n, r.raw) {
 		lp, n, r.First = lp+r.entry, n+1, r.First+1
@@ -178,6 +180,7 @@ func (c *StoreConfig) RedisStreamCost(payload int) RedisStreamCost {
 	for r.fits(lp, r.PerNode, r.raw) {
 		lp, r.PerNode = lp+r.entry, r.PerNode+1
 	}
+	r.full = sizeClass(lp) + r.over
 	return r
 }
 
@@ -193,45 +196,40 @@ func (r RedisStreamCost) Bytes(n int64) int64 { return r.Stream(n, false, false)
 
 // Stream is what a stream takes that holds the priming event (if priming),
 // then progress progress events, then the result (if result); 0 for an
-// empty one.
-func (r RedisStreamCost) Stream(progress int64, priming, result bool) int64 {
-	var nodes, closed, lp, n int64
-	open := func(first int64) { // start a node with an entry of first bytes
-		if nodes > 0 {
-			closed += sizeClass(lp) + r.over // the old node, shrunk to fit
-		}
-		nodes, lp, n = nodes+1, redisNodeHeadBytes+first, 1
-	}
+// empty one. It runs for every stream at every step of a simulation, so it
+// is arithmetic only.
+func (r *RedisStreamCost) Stream(progress int64, priming, result bool) int64 {
+	var nodes, closed int64
+	var lp, n int64 // the newest node's listpack bytes and entries
 	m := max(progress, 0)
 	if priming {
-		open(redisEmptyEntry)
 		k := min(m, r.First)
-		lp, n, m = lp+k*r.entry, n+k, m-k
+		nodes, lp, n, m = 1, redisNodeHeadBytes+redisEmptyEntry+k*r.entry, 1+k, m-k
 	}
 	if m > 0 {
-		open(r.entry)
-		k := min(m-1, r.PerNode-1)
-		lp, n, m = lp+k*r.entry, n+k, m-1-k
-		if m > 0 {
-			// This node is full; whole nodes follow, then one with the rest.
-			full := (m - 1) / r.PerNode
-			closed += sizeClass(lp) + r.over + full*(sizeClass(redisNodeHeadBytes+r.PerNode*r.entry)+r.over)
-			nodes += full + 1
-			n = m - full*r.PerNode
-			lp = redisNodeHeadBytes + n*r.entry
+		if nodes > 0 {
+			closed += sizeClass(lp) + r.over // the first node, full and shrunk to fit
 		}
+		// Nodes of PerNode progress events: all full but the newest.
+		rest := (m - 1) / r.PerNode
+		n = m - rest*r.PerNode
+		nodes, closed, lp = nodes+rest+1, closed+rest*r.full, redisNodeHeadBytes+n*r.entry
 	}
 	if result {
-		if nodes > 0 && r.fits(lp, n, r.resultRaw) {
-			lp, n = lp+r.result, n+1
-		} else {
-			open(r.result)
+		switch {
+		case nodes > 0 && r.fits(lp, n, r.resultRaw):
+			lp += r.result
+		default: // a node of its own
+			if nodes > 0 {
+				closed += sizeClass(lp) + r.over
+			}
+			nodes, lp = nodes+1, redisNodeHeadBytes+r.result
 		}
 	}
 	if nodes == 0 {
 		return 0
 	}
-	b := r.stream + closed + max(sizeClass(r.prealloc), sizeClass(lp)) + r.over
+	b := r.stream + closed + max(r.open, sizeClass(lp)+r.over)
 	if nodes > 1 {
 		b += redisIndexBytes
 	}
