@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"reflect"
@@ -45,10 +46,13 @@ func dbsize(t *testing.T, rdb *redis.Client) int64 {
 	return n
 }
 
-// The figures of a real redis-server fall in DOMAIN.md §5's ranges, widened
-// for a shared 2-core machine running the race detector; the derived keys
-// follow from them as derive says; no key is left behind; and the model
-// file holds exactly the calibrated StoreConfig keys.
+// What calibration must get right on a real redis-server, however loaded
+// the machine: every rate positive and in operations per second, every
+// latency in order and consistent with its rate, the memory a node holds,
+// the derived keys following from the figures as derive says, no key left
+// behind, and a model file holding exactly the calibrated StoreConfig keys.
+// How fast this host's Redis is, is not a test: BenchmarkCalibrateRedis
+// (make bench-live) reports it beside DOMAIN.md §5's figures.
 func TestMeasureRealRedis(t *testing.T) {
 	t.Parallel()
 	_, rdb := startRedis(t, 16)
@@ -85,38 +89,39 @@ func TestMeasureRealRedis(t *testing.T) {
 	if len(res.Steps) != 2 || res.Steps[0].Concurrency != 1 || res.Steps[1].Concurrency != 16 {
 		t.Fatalf("steps %+v, want concurrency 1 (always) and 16", res.Steps)
 	}
-	// A loopback round trip takes more than 5 µs; a quiet host answers in
-	// 15–30 µs, and 5 ms is a host far too loaded to calibrate on.
-	between("append p50 at concurrency 1 (µs)", us(res.Append.P50), 5, 5000)
-	if !(res.Append.P50 <= res.Append.P90 && res.Append.P90 <= res.Append.P99) || res.Append.Samples < 100 {
-		t.Errorf("append latency %+v: quantiles out of order or too few samples", res.Append)
+	if !(0 < res.Append.P50 && res.Append.P50 <= res.Append.P90 && res.Append.P90 <= res.Append.P99) || res.Append.Samples < 1 {
+		t.Errorf("append latency %+v: quantiles not positive and in order, or no samples", res.Append)
 	}
-	var peakOne, peakPipe, peakReplay float64
+	// Units. Every step ran for Step and timed each of its operations: the
+	// operations ÷ the rate is the step's wall time (at least the 300 ms
+	// asked, and far less than a minute), so the rate is per second; and
+	// with c in flight at least half the operations took the p50 or more,
+	// so p50 ≤ 2c ÷ rate (Little's law), which a latency in the wrong unit
+	// breaks. A loopback round trip takes more than a microsecond.
 	for _, s := range res.Steps {
-		peakOne, peakPipe, peakReplay = max(peakOne, s.AppendOpsPerS), max(peakPipe, s.PipelinedOpsPerS), max(peakReplay, s.ReplayOpsPerS)
-	}
-	between("appends one at a time, peak ops/s", peakOne, 5_000, 1e6)
-	between("appends pipelined, peak ops/s", peakPipe, 5_000, 5e6)
-	// DOMAIN.md §5's own figures, for 1 KB events under load: XADD p50
-	// 0.3–0.5 ms and p99 0.8–1.8 ms, 65–88k/s one at a time, ≈205k/s
-	// pipelined, ≈1.2 KB held per event. The ranges here are §5's, widened
-	// three times each way for the median and the rates (a shared 2-core
-	// machine, other test packages beside it), ten times for the p99 (a
-	// tail, which a neighbour's burst moves), and by a quarter for memory,
-	// which no load changes. Under the race detector the instrumented client
-	// is what gets measured (p99 23 ms, 10k/s seen here), so only memory is
-	// held to §5 then.
-	c16 := res.Steps[1].Append
-	t.Logf("concurrency 16: append p50 %v p99 %v; peaks %.0f/s one at a time, %.0f/s pipelined", c16.P50, c16.P99, peakOne, peakPipe)
-	if !raceOn {
-		between("append p50 at concurrency 16 (ms), §5: 0.3–0.5", float64(c16.P50)/1e6, 0.3/3, 0.5*3)
-		between("append p99 at concurrency 16 (ms), §5: 0.8–1.8", float64(c16.P99)/1e6, 0.8/10, 1.8*10)
-		between("appends one at a time, peak ops/s, §5: 65–88k", peakOne, 65_000/3, 3*88_000)
-		between("appends pipelined, peak ops/s, §5: ≈205k", peakPipe, 205_000/3, 3*205_000)
+		for _, k := range []struct {
+			what string
+			lat  Latency
+			rate float64
+		}{{"appends", s.Append, s.AppendOpsPerS}, {"replays", s.Replay, s.ReplayOpsPerS}} {
+			what := fmt.Sprintf("%s at concurrency %d", k.what, s.Concurrency)
+			if k.rate <= 0 || k.lat.Samples < 1 {
+				t.Errorf("%s: %v/s over %d samples, want a positive rate", what, k.rate, k.lat.Samples)
+				continue
+			}
+			between(what+": samples ÷ rate (s), the step's wall time", float64(k.lat.Samples)/k.rate, 0.29, 60)
+			between(what+": p50 × rate ÷ concurrency", k.lat.P50.Seconds()*k.rate/float64(s.Concurrency), 0, 2.02)
+			if !(k.lat.P50 <= k.lat.P90 && k.lat.P90 <= k.lat.P99) {
+				t.Errorf("%s: latency %+v, quantiles out of order", what, k.lat)
+			}
+			between(what+": p50 (µs)", us(k.lat.P50), 1, math.Inf(1))
+		}
+		if s.PipelinedOpsPerS <= 0 {
+			t.Errorf("pipelined appends at concurrency %d: %v/s, want a positive rate", s.Concurrency, s.PipelinedOpsPerS)
+		}
 	}
 	between("bytes held per 1 KB event in a long stream (a node's bytes ÷ its events), §5: ≈1.2 KB",
 		float64(res.Memory.NodeStep)/float64(res.Memory.PerNode), 0.75*1.2*1024, 1.25*1.2*1024)
-	between("replays of 100 × 1 KB, peak ops/s", peakReplay, 500, 1e5)
 	// Redis 7 reports its main thread's CPU time, and one thread cannot
 	// spend more than a second of it per second: CPU per operation × rate
 	// is the share of the step Redis was busy.
@@ -129,16 +134,23 @@ func TestMeasureRealRedis(t *testing.T) {
 			cpu  time.Duration
 			rate float64
 		}{{"appends", s.AppendCPU, s.AppendOpsPerS}, {"pipelined appends", s.PipelinedCPU, s.PipelinedOpsPerS}, {"replays", s.ReplayCPU, s.ReplayOpsPerS}} {
-			between(fmt.Sprintf("the share of the %s step at concurrency %d that Redis was busy", k.what, s.Concurrency), k.cpu.Seconds()*k.rate, 0.001, 1.1)
+			if k.cpu <= 0 {
+				t.Errorf("the %s step at concurrency %d: Redis CPU %v per operation, want positive", k.what, s.Concurrency, k.cpu)
+			}
+			between(fmt.Sprintf("the share of the %s step at concurrency %d that Redis was busy", k.what, s.Concurrency), k.cpu.Seconds()*k.rate, 0, 1.1)
 		}
 	}
-	between("pipelined append cost (µs)", us(res.AppendCost), 0.3, 100)
-	between("replay cost (µs)", us(res.ReplayCost), 3, 10_000)
+	// Costs are CPU time per operation, which a loaded machine barely
+	// moves: these bounds catch a unit slipped by a thousand.
+	between("pipelined append cost (µs)", us(res.AppendCost), 0.05, 1000)
+	between("replay cost (µs)", us(res.ReplayCost), 0.5, 100_000)
+	if res.ReplayCost <= res.AppendCost {
+		t.Errorf("a replay of 100 events costs %v, an append %v: want the replay dearer", res.ReplayCost, res.AppendCost)
+	}
 	checkNodes(t, res.Memory, res.Store, 1024, 4096, 100, ConfigGet)
 	if last := len(res.Replay.P50) - 1; res.Replay.P50[last] <= res.Replay.P50[0] || res.Replay.B <= 0 {
 		t.Errorf("replay p50 %v over lengths %v, fit b = %v: a longer replay should take longer", res.Replay.P50, res.Replay.Lengths, res.Replay.B)
 	}
-	between("replay fit a (µs)", us(res.Replay.A), 1, 5000)
 
 	st := res.Store
 	if st.Concurrency != 1 {
