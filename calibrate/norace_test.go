@@ -1,5 +1,0 @@
-//go:build !race
-
-package calibrate
-
-const raceOn = false
