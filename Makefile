@@ -5,6 +5,9 @@ OUT      ?= results
 ARGS     ?=
 REDIS    ?=
 BIN      := bin/stormsim
+# MEASURE runs a measuring command and writes its figures, date, machine and
+# command as that target's section of docs/measurements.md.
+MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
 .PHONY: all build sim live plan agree agree-live-smoke agree-crash-round-robin calibrate test lint bench bench-live fuzz nightly baseline clean help
@@ -35,7 +38,8 @@ plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the lo
 # so these runs judge agreement only.
 AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=1500ms
 agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md per run, exit 98 on a disagreement
-	$(MAKE) --no-print-directory -j2 agree-live-smoke agree-crash-round-robin
+	$(MEASURE) -agreement $(OUT)/live-smoke/latest/agreement.json -agreement $(OUT)/round-robin/latest/agreement.json \
+		-agreement $(OUT)/crash/latest/agreement.json agree -- $(MAKE) --no-print-directory -j2 agree-live-smoke agree-crash-round-robin
 	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
 
 agree-live-smoke:
@@ -50,7 +54,7 @@ agree-crash-round-robin:
 		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
 
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
-	./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
+	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
 test: lint ## lint, then every test, with the race detector on the concurrent packages
 	$(GO) test -count=1 ./...
@@ -65,11 +69,15 @@ lint: ## gofmt and go vet
 	$(GO) vet ./...
 
 bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op
-	$(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
+	$(MEASURE) bench -- $(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
 
 bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark
-	$(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
-	$(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 60m ./live/runner/
+	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
+	$(MEASURE) -make bench-live bench-live-streams -- $(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 60m ./live/runner/
+
+.PHONY: test-time
+test-time: ## run make test and write how long it took to docs/measurements.md
+	$(MEASURE) -make test-time test-time -- $(MAKE) --no-print-directory test
 
 nightly: build ## every scenario: thresholds, baselines, results/nightly/<date>/junit.xml
 	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)

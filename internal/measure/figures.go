@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stormsim/stormsim/agree"
+)
+
+// Figures extracts a section's figures from its command's standard output
+// (and, for agree, from the agreement files the runs wrote).
+func Figures(name string, out []byte, took time.Duration, agreementFiles []string) (string, error) {
+	switch {
+	case strings.HasPrefix(name, "bench"):
+		return benchFigures(out)
+	case name == "agree":
+		return agreeFigures(agreementFiles)
+	case name == "test-time":
+		return fmt.Sprintf("`make test` passed in **%s** of wall time.\n", took.Round(time.Second)), nil
+	default:
+		return verbatim(out), nil
+	}
+}
+
+// verbatim keeps a command's own summary as it printed it.
+func verbatim(out []byte) string {
+	return "```\n" + strings.TrimRight(string(out), "\n") + "\n```\n"
+}
+
+// metric is one benchmark metric over the runs of -count.
+type metric struct {
+	bench, unit string
+	values      []float64
+}
+
+// benchFigures reads `go test -bench` output: a table of every metric's
+// median and range over the runs, then whatever else the benchmarks
+// printed.
+func benchFigures(out []byte) (string, error) {
+	var ms []*metric
+	find := func(bench, unit string) *metric {
+		for _, m := range ms {
+			if m.bench == bench && m.unit == unit {
+				return m
+			}
+		}
+		m := &metric{bench: bench, unit: unit}
+		ms = append(ms, m)
+		return m
+	}
+	var other []string
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimRight(line, "\n")
+		f := strings.Fields(line)
+		if len(f) >= 4 && strings.HasPrefix(f[0], "Benchmark") {
+			if _, err := strconv.Atoi(f[1]); err == nil {
+				bench := f[0]
+				if i := strings.LastIndex(bench, "-"); i > 0 {
+					if _, err := strconv.Atoi(bench[i+1:]); err == nil {
+						bench = bench[:i]
+					}
+				}
+				for i := 2; i+1 < len(f); i += 2 {
+					v, err := strconv.ParseFloat(f[i], 64)
+					if err != nil {
+						return "", fmt.Errorf("%q: %q is not a number", line, f[i])
+					}
+					m := find(bench, f[i+1])
+					m.values = append(m.values, v)
+				}
+				continue
+			}
+		}
+		if line == "" || line == "PASS" || strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "ok\t") ||
+			strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "pkg:") || strings.HasPrefix(line, "cpu:") {
+			continue
+		}
+		other = append(other, line)
+	}
+	if len(ms) == 0 {
+		return "", fmt.Errorf("the command printed no benchmark result")
+	}
+	var b strings.Builder
+	b.WriteString("| benchmark | metric | median | min–max | runs |\n|---|---|---|---|---|\n")
+	for _, m := range ms {
+		s := slices.Clone(m.values)
+		slices.Sort(s)
+		med := s[len(s)/2]
+		if len(s)%2 == 0 {
+			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s–%s | %d |\n", m.bench, m.unit, num(med), num(s[0]), num(s[len(s)-1]), len(s))
+	}
+	if len(other) > 0 {
+		b.WriteString("\nWhat the benchmarks printed:\n\n```\n" + strings.Join(other, "\n") + "\n```\n")
+	}
+	return b.String(), nil
+}
+
+// num prints a figure with three significant digits, or whole when larger.
+func num(v float64) string {
+	if v == math.Trunc(v) || math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// ratioMetrics are the agreement rows compared as live ÷ sim.
+func ratioMetric(m string) bool {
+	return strings.HasPrefix(m, "replay_") || strings.HasPrefix(m, "store_peak")
+}
+
+// agreeFigures summarises each agreement.json: rows, agreeing,
+// inconclusive and disagreeing rows, the largest difference as a share of
+// its tolerance, and the ranges of the live ÷ sim ratios.
+func agreeFigures(files []string) (string, error) {
+	if len(files) == 0 {
+		return "", fmt.Errorf("no -agreement file given")
+	}
+	var b strings.Builder
+	b.WriteString("| scenario | repeats | rows | agree | inconclusive | disagree | largest difference, of its tolerance | replay latency, live ÷ sim | store peak, live ÷ sim |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		var a agree.Agreement
+		if err := json.Unmarshal(data, &a); err != nil {
+			return "", fmt.Errorf("%s: %v", f, err)
+		}
+		largest, where := -1.0, "n/a"
+		var replay, store []float64
+		for _, r := range a.Rows {
+			if r.Diff == nil {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(r.Metric, "replay_"):
+				replay = append(replay, *r.Diff)
+			case strings.HasPrefix(r.Metric, "store_peak"):
+				store = append(store, *r.Diff)
+			}
+			if ratioMetric(r.Metric) || r.Tolerance <= 0 {
+				continue
+			}
+			if share := math.Abs(*r.Diff) / r.Tolerance; share > largest {
+				largest = share
+				where = fmt.Sprintf("%s `%s`: sim %s, live %s (n = %d): %.2f", r.Design, r.Metric, opt(r.Sim), opt(r.Live), r.N, share)
+			}
+		}
+		reps := max(a.Repeats, 1)
+		agreeing := len(a.Rows) - a.Failed - a.Inconclusive
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", a.Scenario, reps, len(a.Rows), agreeing, a.Inconclusive, a.Failed, where, span(replay), span(store))
+	}
+	return b.String(), nil
+}
+
+func opt(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return num(*v)
+}
+
+func span(v []float64) string {
+	if len(v) == 0 {
+		return "n/a"
+	}
+	lo, hi := slices.Min(v), slices.Max(v)
+	return fmt.Sprintf("%.2f–%.2f", lo, hi)
+}
