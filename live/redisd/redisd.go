@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stormsim/stormsim/live/internal/wait"
 )
 
 // ErrNoRedis is returned when redis-server is not on PATH.
@@ -50,7 +52,8 @@ type Server struct {
 }
 
 // Start launches a redis-server on a free loopback port and waits until it
-// answers PING.
+// answers PING: up to wait.Ready (scaled by STORMSIM_WAIT_SCALE), or until
+// it exits.
 func Start(ctx context.Context, opts *Options) (*Server, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -107,9 +110,14 @@ func (s *Server) launch(ctx context.Context) error {
 	s.mu.Lock()
 	s.cmd, s.stopped = cmd, false
 	s.mu.Unlock()
-	go cmd.Wait() //nolint:errcheck // reaped here; Close waits on the PID itself
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait() //nolint:errcheck // reaped here; Close waits on the PID itself
+		close(exited)
+	}()
+	limit := wait.For(wait.Ready)
+	deadline := time.Now().Add(limit)
+	for {
 		if err := ctx.Err(); err != nil {
 			s.kill()
 			return err
@@ -117,10 +125,17 @@ func (s *Server) launch(ctx context.Context) error {
 		if ping(s.addr) == nil {
 			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			s.kill()
+			return fmt.Errorf("redisd: waited %v for redis-server (pid %d) to answer PING on %s; it did not", limit, cmd.Process.Pid, s.addr)
+		}
+		select {
+		case <-exited:
+			s.kill()
+			return fmt.Errorf("redisd: redis-server (pid %d) exited before it answered PING on %s: %v", cmd.Process.Pid, s.addr, cmd.ProcessState)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	s.kill()
-	return fmt.Errorf("redisd: redis-server on %s did not answer PING within 10s", s.addr)
 }
 
 // ping sends an inline PING and expects +PONG.

@@ -32,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/live/store"
@@ -208,14 +209,21 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		t.mu.Unlock()
 	}()
 	addr := make(chan string, 1)
+	silent := make(chan struct{}) // closed when its output ends without the line
 	go func() {
 		sc := bufio.NewScanner(out)
+		found := false
 		for sc.Scan() {
-			if u, found := strings.CutPrefix(sc.Text(), "listening on "); found {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok && !found {
+				found = true
 				addr <- strings.TrimSuffix(u, "/mcp")
 			}
 		}
+		if !found {
+			close(silent)
+		}
 	}()
+	limit := wait.For(wait.Ready)
 	select {
 	case u := <-addr:
 		if err := t.bal.SetBackend(slot, u); err != nil {
@@ -228,8 +236,10 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		t.mu.Unlock()
 		t.bal.SetInPool(slot, true)
 		return nil
-	case <-time.After(15 * time.Second):
-		return fmt.Errorf("topo: replica %d did not start listening within 15s", slot)
+	case <-silent:
+		return fmt.Errorf("topo: replica %d (pid %d) exited before it printed \"listening on\"", slot, cmd.Process.Pid)
+	case <-time.After(limit):
+		return fmt.Errorf("topo: waited %v for replica %d (pid %d) to print \"listening on\"; it did not", limit, slot, cmd.Process.Pid)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
