@@ -15,6 +15,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/internal/testbin"
+	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/workload"
@@ -133,7 +134,8 @@ func TestRunCancelled(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled run returned no error")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	limit := wait.For(wait.Ready)
+	deadline := time.Now().Add(limit)
 	for {
 		left := 0
 		for p := range children(t) {
@@ -145,7 +147,7 @@ func TestRunCancelled(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d processes outlived the cancelled run", left)
+			t.Fatalf("waited %v for the cancelled run's processes to exit; %d did not", limit, left)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
 )
 
@@ -84,8 +85,8 @@ retry_hint = "300ms"
 		if err != nil {
 			t.Errorf("serve exited with %v after SIGTERM, want 0", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not exit after its drain limit")
+	case <-time.After(wait.For(wait.Ready)):
+		t.Fatalf("waited %v for serve to exit after SIGTERM and its drain limit; it did not", wait.For(wait.Ready))
 	}
 }
 
@@ -125,8 +126,8 @@ func TestUpSIGINTLeavesNothing(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("up did not stop on SIGINT")
+	case <-time.After(wait.For(wait.Ready)):
+		t.Fatalf("waited %v for stormsim up to exit after SIGINT; it did not", wait.For(wait.Ready))
 	}
 	for _, p := range pids {
 		if redisd.Alive(p) {
