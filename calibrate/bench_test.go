@@ -13,7 +13,7 @@ import (
 
 // BenchmarkCalibrateRedis measures a private redis-server as TestMeasureRealRedis
 // does (1 KB events, concurrency 1 and 16), with full one-second steps, and
-// reports what this host's Redis sustains beside DOMAIN.md §5's figures for
+// reports what this host's Redis sustains beside docs/domain.md §5's figures for
 // 1 KB events under load: XADD p50 0.3–0.5 ms and p99 0.8–1.8 ms at
 // concurrency 16, 65–88k appends/s one at a time, ≈205k/s pipelined. It
 // asserts no speed: how fast a machine is, is a figure, not a test. make

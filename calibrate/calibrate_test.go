@@ -52,7 +52,7 @@ func dbsize(t *testing.T, rdb *redis.Client) int64 {
 // the derived keys following from the figures as derive says, no key left
 // behind, and a model file holding exactly the calibrated StoreConfig keys.
 // How fast this host's Redis is, is not a test: BenchmarkCalibrateRedis
-// (make bench-live) reports it beside DOMAIN.md §5's figures.
+// (make bench-live) reports it beside docs/domain.md §5's figures.
 func TestMeasureRealRedis(t *testing.T) {
 	t.Parallel()
 	_, rdb := startRedis(t, 16)

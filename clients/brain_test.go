@@ -36,7 +36,7 @@ func open(t *testing.T, b *Brain) {
 	}
 }
 
-// Each profile reacts to a 404 on resume as DOMAIN.md §3 says.
+// Each profile reacts to a 404 on resume as docs/domain.md §3 says.
 func TestOn404(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Reactions to a 404 on a session request (DOMAIN.md §3).
+// Reactions to a 404 on a session request (docs/domain.md §3).
 const (
 	On404Reinit = "reinit" // start over with initialize, then re-issue the call (what the spec says a client MUST do)
 	On404Fail   = "fail"   // the connection fails for good; the call fails; a later call starts a new connection
@@ -116,7 +116,7 @@ func ProfileNames() []string {
 	return names
 }
 
-// Profile returns the Config of a named profile (DOMAIN.md §3).
+// Profile returns the Config of a named profile (docs/domain.md §3).
 func Profile(name string) (Config, error) {
 	c, ok := profiles[name]
 	if !ok {

@@ -2,7 +2,7 @@
 // consumer (plots, thresholds, compare, plan, agreement) reads, with its
 // writers (report.json, summary.md, series.csv) and its reader.
 //
-// The metric names and their meaning follow DOMAIN.md §6. Every count is made
+// The metric names and their meaning follow docs/domain.md §6. Every count is made
 // where it happens, by the engine, never derived from the other counts, so
 // that Conservation is a real check:
 //
@@ -100,7 +100,7 @@ func (d *Design) IsUnknown(name string) bool {
 	return slices.Contains(d.Unknown, name)
 }
 
-// Totals are the counts of DOMAIN.md §6.
+// Totals are the counts of docs/domain.md §6.
 type Totals struct {
 	Calls            int64  `json:"calls"`
 	CallsCompleted   int64  `json:"calls_completed"`

@@ -128,7 +128,7 @@ var (
 	EventsDists = []string{"fixed", "uniform"}
 )
 
-// DefaultDesigns is the default design list: the six designs of DOMAIN.md §4.
+// DefaultDesigns is the default design list: the six designs of docs/domain.md §4.
 var DefaultDesigns = []string{"stateless", "nostore", "memory-sticky", "memory-roundrobin", "redis-events", "redis-shared"}
 
 // builtinDesigns are always defined; scenarios.toml may override or add.

@@ -422,7 +422,7 @@ func (e *engine) dispatch(ev event) {
 			e.settle(c)
 			if c.conn.kind == connCall || c.conn.kind == connResume {
 				// The client gives up on an open stream: it ends before
-				// its result, a drop (DOMAIN.md §6), though nothing
+				// its result, a drop (docs/domain.md §6), though nothing
 				// follows it.
 				e.t.Drops++
 			}
@@ -934,7 +934,7 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	}
 	// A follower on another process resumes live from the store; when the
 	// producer dies it ends the stream with an error once the call's lease
-	// runs out (DOMAIN.md §4).
+	// runs out (docs/domain.md §4).
 	if dead && a.follower >= 0 {
 		f := &e.clients[a.follower]
 		if f.conn.kind == connResume && f.conn.proc != a.proc {

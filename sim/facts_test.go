@@ -37,7 +37,7 @@ func TestFactStatelessNeverResumes(t *testing.T) {
 }
 
 // (b) nostore: nothing is ever replayed, and the GETs a client sends after a
-// drop get what DOMAIN.md §4 says: the standalone stream (200, never the
+// drop get what docs/domain.md §4 says: the standalone stream (200, never the
 // call's events) while the session lives, 404 once it is gone, and a GET
 // with Last-Event-ID would get 400 because there is no store.
 func TestFactNoStoreReplaysNothing(t *testing.T) {
@@ -243,7 +243,7 @@ func TestFactCrashUnproduced(t *testing.T) {
 	}
 }
 
-// A call timeout that ends an open stream is a drop (DOMAIN.md §6: any end
+// A call timeout that ends an open stream is a drop (docs/domain.md §6: any end
 // of a call's stream before its result): with no other drops and calls
 // longer than the timeout, every call fails at its timeout with its stream
 // open, and each is one drop.

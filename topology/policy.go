@@ -86,7 +86,7 @@ func HashSlot(key uint64, n int) int {
 
 // MintSession returns a fresh session key minted by slot among n. Under hash
 // routing the key hashes back to its minter, so that local sessions do not
-// 404 with no fault at all (DOMAIN.md §4).
+// 404 with no fault at all (docs/domain.md §4).
 func MintSession(rng *rand.Rand, slot, n int, hashed bool) uint64 {
 	for {
 		k := rng.Uint64()

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Design axes (DOMAIN.md §4).
+// Design axes (docs/domain.md §4).
 const (
 	ModeStateless = "stateless"
 	ModeStateful  = "stateful"
@@ -73,7 +73,7 @@ type StoreConfig struct {
 	Persistent bool `toml:"persistent" json:"persistent"`
 }
 
-// DefaultStore is the store model measured in DOMAIN.md §2 and §5.
+// DefaultStore is the store model measured in docs/domain.md §2 and §5.
 var DefaultStore = StoreConfig{
 	MemoryCapBytes:      10 << 20,
 	MemoryOverheadBytes: 64,
@@ -90,7 +90,7 @@ var DefaultStore = StoreConfig{
 	MemoryLatency:            20 * time.Microsecond,
 	RedisLatency:             300 * time.Microsecond,
 	RedisLatencyPerEvent:     5 * time.Microsecond,
-	// DOMAIN.md §5: XADD one at a time ≈ 65–88k ops/s, XRANGE of 100 events
+	// docs/domain.md §5: XADD one at a time ≈ 65–88k ops/s, XRANGE of 100 events
 	// ≈ 13–24k/s on one Redis (which runs commands one at a time).
 	Concurrency:     1,
 	ServiceBase:     12 * time.Microsecond,

@@ -48,7 +48,7 @@ func (cs *callState) attempt(a int32) *attemptState {
 	return cs.attempts[a]
 }
 
-// Judge computes the metrics of DOMAIN.md §6 from a history.
+// Judge computes the metrics of docs/domain.md §6 from a history.
 func Judge(h *History) *Judgment {
 	step := max(h.Step, 1)
 	n := int((h.Horizon + step - 1) / step)

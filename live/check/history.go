@@ -1,6 +1,6 @@
 // Package check judges a live run the way Jepsen does: the clients record a
 // complete history of what they sent and received, the replicas log every
-// event they produced, and Judge computes the metrics of DOMAIN.md §6 from
+// event they produced, and Judge computes the metrics of docs/domain.md §6 from
 // those records afterwards, instead of trusting counters kept during the
 // run.
 //

@@ -1,5 +1,5 @@
 // Package replica is the live engine's reference MCP server: one replica of
-// a design, speaking Streamable HTTP (DOMAIN.md §1) with sessions local to
+// a design, speaking Streamable HTTP (docs/domain.md §1) with sessions local to
 // the process or shared in Redis, and events in no store, in memory or in
 // Redis. Its one tool, "stream", sends N−1 progress notifications and then
 // the result, at a fixed interval; every SSE event carries an id
@@ -247,7 +247,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 }
 
 // mintSession returns an unguessable id; under hash routing one that hashes
-// back to this replica's slot (DOMAIN.md §4).
+// back to this replica's slot (docs/domain.md §4).
 func (s *Server) mintSession() string {
 	for {
 		var b [16]byte
@@ -694,7 +694,7 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 		if len(more) == 0 {
 			if held, err := rs.Leased(r.Context(), session, stream); err == nil && !held {
 				// The producer died and its lease ran out: end with an error
-				// so that the client re-issues the call (DOMAIN.md §4).
+				// so that the client re-issues the call (docs/domain.md §4).
 				data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
 					"error": map[string]any{"code": -32000, "message": "call orphaned: its replica died"}})
 				out.event("", data)

@@ -173,7 +173,7 @@ func TestDisconnectAndResume(t *testing.T) {
 	}
 }
 
-// 404, 400, 409 and 405 come exactly where DOMAIN.md §1 and §4 put them.
+// 404, 400, 409 and 405 come exactly where docs/domain.md §1 and §4 put them.
 func TestStatusCodes(t *testing.T) {
 	t.Parallel()
 	_, c := newServer(t, memoryDesign())

@@ -527,7 +527,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 				RetryHint: hint, NoResume: c.d.noResume}
 			switch why {
 			case cutTimeout:
-				// The stream ends before its result: a drop (DOMAIN.md §6),
+				// The stream ends before its result: a drop (docs/domain.md §6),
 				// though nothing follows it.
 				return drop(check.DropTimeout, clients.Input{Kind: clients.InCallTimeout})
 			case cutRandom:

@@ -159,7 +159,7 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	switch {
 	case err != nil && callCtx.Err() != nil:
 		// Given up at the call timeout: a stream open then (or cut by
-		// it) ended before its result, a drop (DOMAIN.md §6).
+		// it) ended before its result, a drop (docs/domain.md §6).
 		outcome, cause = clients.Failed, clients.CauseAbandoned
 		c.mu.Lock()
 		if k := len(c.streams); k > 0 {
