@@ -20,7 +20,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// Exit codes. The README lists them.
+// Exit codes. docs/reference.md lists them.
 const (
 	ExitOK          = 0   // success; every threshold held
 	ExitError       = 1   // the run failed (I/O, an engine error)

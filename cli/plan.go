@@ -41,7 +41,7 @@ const planAbout = `Run SCENARIO in the simulator over a grid of scenario keys an
 largest load that still meets the scenario's thresholds (its expect table) and the store to
 provision for it.
 
---sweep KEY=VALUES names a numeric scenario key (any of the README's key table: workload.clients,
+--sweep KEY=VALUES names a numeric scenario key (any of the key table in docs/reference.md: workload.clients,
 workload.event_rate, store.redis_ttl, store.memory_cap_bytes, replicas, ...) and its values:
   a,b,c         a list, e.g. workload.event_rate=1,5,20 or store.redis_ttl=60s,10m
   lo..hi@N      N points spaced evenly on a log scale, e.g. workload.clients=1000..100000@5

@@ -53,7 +53,7 @@ var topKeys = []struct {
 }{{"seed", Int}, {"duration", Duration}, {"drain", Duration}, {"step", Duration}, {"replicas", Int}, {"rtt", Duration}}
 
 // Keys lists every numeric scenario key a sweep may name, in the order of
-// the README's key table, with its kind.
+// the key table of docs/reference.md, with its kind.
 func Keys() []string {
 	var ks []string
 	for _, k := range keyKinds() {

@@ -134,7 +134,7 @@ func TestGridConflicts(t *testing.T) {
 	}
 }
 
-// The keys a sweep accepts are the numeric keys of the README's key table.
+// The keys a sweep accepts are the numeric keys of docs/reference.md's key table.
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	keys := Keys()

@@ -225,10 +225,10 @@ func FuzzLoadScenario(f *testing.F) {
 	})
 }
 
-// The README's key table documents every key the loader accepts.
+// The key table of docs/reference.md documents every key the loader accepts.
 func TestReadmeDocumentsEveryKey(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +236,13 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		if k == "workload" || k == "client" || k == "store" || k == "replica" {
 			for _, sub := range validKeys([]string{"scenario", "x", k}, false) {
 				if !strings.Contains(string(readme), "`"+k+"."+sub+"`") {
-					t.Errorf("README does not document `%s.%s`", k, sub)
+					t.Errorf("docs/reference.md does not document `%s.%s`", k, sub)
 				}
 			}
 			continue
 		}
 		if !strings.Contains(string(readme), "`"+k+"`") {
-			t.Errorf("README does not document `%s`", k)
+			t.Errorf("docs/reference.md does not document `%s`", k)
 		}
 	}
 }

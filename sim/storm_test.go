@@ -90,7 +90,7 @@ func TestFactThunderingHerd(t *testing.T) {
 // to drain. In that regime the capacity model agrees that full jitter makes
 // fewer attempts than decorrelated (whose floor stays at base while its
 // mean grows only 1.5x a step) and fewer than no jitter. It does not make
-// fewer than equal or additive jitter, which wait longer: see the README,
+// fewer than equal or additive jitter, which wait longer: see docs/model.md,
 // "What the storm model shows".
 func TestHerdSmallBaseFullBelowDecorrelated(t *testing.T) {
 	t.Parallel()

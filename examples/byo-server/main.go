@@ -1,6 +1,6 @@
 // Command byo-server is a small MCP server written against the official Go
 // SDK (github.com/modelcontextprotocol/go-sdk), the kind of server
-// "Storm your own server" in the README is about. It knows nothing of
+// docs/own-server.md is about. It knows nothing of
 // stormsim: it serves one tool, stream, behind the SDK's
 // StreamableHTTPHandler with the SDK's MemoryEventStore, as the SDK's own
 // examples wire it.
