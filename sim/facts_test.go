@@ -99,7 +99,7 @@ func TestNoStoreResumeIs400(t *testing.T) {
 func TestFactMemoryStickyResumesBlip(t *testing.T) {
 	t.Parallel()
 	sc := load(t, "network-blip")
-	out := run(t, sc, "memory-sticky")
+	out := shared(t, sc)
 	d, a := design(t, out, "memory-sticky"), out.Audit["memory-sticky"]
 	if a.DropsWithID == 0 {
 		t.Fatal("no stream with an id dropped; the fact was not exercised")
@@ -201,12 +201,12 @@ func TestFactRedisSharedSurvivesDeploy(t *testing.T) {
 // still gets 404, because the session did not outlive the process.
 func TestFactRedisEvents(t *testing.T) {
 	t.Parallel()
-	blip := run(t, load(t, "network-blip"), "redis-events")
+	blip := shared(t, load(t, "network-blip"))
 	if tt := design(t, blip, "redis-events").Totals; tt.EventsLost != 0 || tt.Drops == 0 || tt.Resumes == 0 {
 		t.Errorf("network-blip: lost %d over %d drops and %d resumes; want 0 lost", tt.EventsLost, tt.Drops, tt.Resumes)
 	}
 	for _, name := range []string{"deploy-restart", "crash"} {
-		out := run(t, load(t, name), "redis-events")
+		out := shared(t, load(t, name))
 		if d := design(t, out, "redis-events"); d.LB != "sticky" || d.Totals.HTTP404 == 0 {
 			t.Errorf("%s: redis-events (lb %s) got %d 404s, want some", name, d.LB, d.Totals.HTTP404)
 		}
@@ -219,7 +219,7 @@ func TestFactRedisEvents(t *testing.T) {
 func TestFactCrashUnproduced(t *testing.T) {
 	t.Parallel()
 	for _, profile := range []string{"compliant", "go-sdk"} {
-		out := run(t, load(t, "crash", "client.profile="+profile))
+		out := shared(t, load(t, "crash", "client.profile="+profile))
 		for _, d := range out.Report.Designs {
 			a, tt := out.Audit[d.Name], d.Totals
 			if tt.EventsUnproduced == 0 {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stormsim/stormsim/report"
@@ -44,6 +45,38 @@ func run(t testing.TB, sc *scenario.Scenario, designs ...string) *Output {
 		t.Fatalf("run %s: %v", sc.Name, err)
 	}
 	return out
+}
+
+// sharedRun is one simulation of a resolved scenario, computed once.
+type sharedRun struct {
+	once sync.Once
+	out  *Output
+	err  error
+}
+
+// runs holds every simulation shared computed, by scenario name and Hash
+// (the resolved settings: seed and overrides included).
+var runs sync.Map // string → *sharedRun
+
+// shared is run(t, sc) with every design, computed once per test binary
+// however many tests ask for the same resolved scenario, so the shipped
+// scenarios (thundering-herd above all) are simulated once, not once per
+// test. A design's row does not depend on which others run (DesignSeed;
+// TestDeterminism holds it), so a test that reads a few designs reads them
+// here. The Output is shared: callers read it and change nothing.
+func shared(t testing.TB, sc *scenario.Scenario) *Output {
+	t.Helper()
+	h := Hash(sc)
+	if h == "" {
+		return run(t, sc)
+	}
+	v, _ := runs.LoadOrStore(sc.Name+"/"+h, &sharedRun{})
+	r := v.(*sharedRun)
+	r.once.Do(func() { r.out, r.err = Run(context.Background(), sc, nil) })
+	if r.err != nil {
+		t.Fatalf("run %s: %v", sc.Name, r.err)
+	}
+	return r.out
 }
 
 func design(t testing.TB, out *Output, name string) *report.Design {

@@ -16,7 +16,7 @@ func TestConservation(t *testing.T) {
 	t.Parallel()
 	for _, name := range shippedNames(t) {
 		for _, profile := range []string{"compliant", "go-sdk", "ts-sdk", "stuck"} {
-			out := run(t, load(t, name, "client.profile="+profile))
+			out := shared(t, load(t, name, "client.profile="+profile))
 			for _, d := range out.Report.Designs {
 				tt := d.Totals
 				where := name + "/" + profile + "/" + d.Name
@@ -49,7 +49,8 @@ func TestConservation(t *testing.T) {
 	}
 }
 
-// For every shipped scenario: the same seed gives the same bytes, another
+// For every shipped scenario: the same seed gives the same bytes (the run
+// other tests share against one of its own), another
 // seed changes the numbers, and running one design alone (or the designs one
 // at a time) gives rows identical to the full run's.
 func TestDeterminism(t *testing.T) {
@@ -58,9 +59,9 @@ func TestDeterminism(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sc := load(t, name)
-			full := run(t, sc).Report
+			full := shared(t, sc).Report
 			a, _ := full.JSON()
-			b, _ := run(t, load(t, name)).Report.JSON()
+			b, _ := run(t, load(t, name)).Report.JSON() // a run of its own, not the shared one
 			if !bytes.Equal(a, b) {
 				t.Errorf("two runs with seed 42 differ")
 			}

@@ -14,7 +14,7 @@ func peak(xs []int64) int64 { return slices.Max(xs) }
 // for the absence brings the loss to 0.
 func TestFactLongOutageEviction(t *testing.T) {
 	t.Parallel()
-	out := run(t, load(t, "long-outage-eviction"), "memory-sticky", "redis-events")
+	out := shared(t, load(t, "long-outage-eviction"))
 	for _, dn := range []string{"memory-sticky", "redis-events"} {
 		d, a := design(t, out, dn), out.Audit[dn]
 		if d.Profile != "go-sdk" {
@@ -46,7 +46,7 @@ func TestFactLongOutageEviction(t *testing.T) {
 func TestFactThunderingHerd(t *testing.T) {
 	t.Parallel()
 	rows := []string{"herd-nojitter", "herd-full", "herd-equal", "herd-decorrelated", "herd-additive"}
-	out := run(t, load(t, "thundering-herd"), rows...)
+	out := shared(t, load(t, "thundering-herd"))
 	recov := map[string]float64{}
 	for _, dn := range rows {
 		d := design(t, out, dn)
@@ -67,7 +67,7 @@ func TestFactThunderingHerd(t *testing.T) {
 		}
 	}
 	// Without backoff the herd peaks higher still.
-	if nb := design(t, run(t, load(t, "thundering-herd"), "herd-nobackoff"), "herd-nobackoff"); peak(nb.Series.Reconnects) < peak(nj.Series.Reconnects) {
+	if nb := design(t, out, "herd-nobackoff"); peak(nb.Series.Reconnects) < peak(nj.Series.Reconnects) {
 		t.Errorf("no backoff peaks at %d, below exponential without jitter (%d)", peak(nb.Series.Reconnects), peak(nj.Series.Reconnects))
 	}
 	for _, dn := range []string{"herd-full", "herd-equal", "herd-additive"} {
@@ -107,7 +107,7 @@ func TestHerdSmallBaseFullBelowDecorrelated(t *testing.T) {
 // rate of a graceful deploy-restart, against the same run without them.
 func TestMitigationsLowerDeployPeak(t *testing.T) {
 	t.Parallel()
-	base := peak(design(t, run(t, load(t, "deploy-restart"), "redis-shared"), "redis-shared").Series.Reconnects)
+	base := peak(design(t, shared(t, load(t, "deploy-restart")), "redis-shared").Series.Reconnects)
 	if base < 500 {
 		t.Fatalf("the unmitigated deploy peaks at only %d reconnects/s", base)
 	}
@@ -126,7 +126,7 @@ func TestMitigationsLowerDeployPeak(t *testing.T) {
 // hashes elsewhere get 404, about half of them; redis-shared gets none.
 func TestFactScaleOut(t *testing.T) {
 	t.Parallel()
-	out := run(t, load(t, "scale-out"))
+	out := shared(t, load(t, "scale-out"))
 	for _, dn := range []string{"memory-hash", "redis-events"} {
 		d, a := design(t, out, dn), out.Audit[dn]
 		if d.LB != "hash" {
@@ -160,7 +160,7 @@ func TestFactScaleOut(t *testing.T) {
 // are unaffected, and the time to recover is reported.
 func TestFactStoreOutage(t *testing.T) {
 	t.Parallel()
-	out := run(t, load(t, "store-outage"))
+	out := shared(t, load(t, "store-outage"))
 	for _, dn := range []string{"redis-events", "redis-shared"} {
 		d, a := design(t, out, dn), out.Audit[dn]
 		if d.Totals.HTTP503 == 0 {
@@ -184,7 +184,7 @@ func TestFactStoreOutage(t *testing.T) {
 // era-2026: no sessions, no resumes, no 404s; every dropped call is re-issued.
 func TestFactEra2026(t *testing.T) {
 	t.Parallel()
-	out := run(t, load(t, "era-2026"))
+	out := shared(t, load(t, "era-2026"))
 	for _, d := range out.Report.Designs {
 		a, tt := out.Audit[d.Name], d.Totals
 		if d.Era != "2026-07-28" {
