@@ -14,6 +14,5 @@
 // times, random drop instants) is drawn per client from the seed alone, so
 // every design sees the same clients.
 //
-//	out, err := sim.Run(ctx, sc, &sim.Options{Designs: []string{"redis-shared"}})
-//	fmt.Println(out.Report.Designs[0].Totals.EventsLost)
+// ExampleRun loads a scenario, runs two of its designs and reads their rows.
 package sim
