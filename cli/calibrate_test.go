@@ -76,7 +76,7 @@ func TestCalibrateIncludeChangesTheSimulation(t *testing.T) {
 	without := filepath.Join(dir, "without.toml")
 	os.WriteFile(with, []byte("[defaults]\nstore_model = \"calibrated/redis.toml\"\n"+smallScenario), 0o644)
 	os.WriteFile(without, []byte(smallScenario), 0o644)
-	if code, out, errs := runArgs(t, context.Background(), "validate", with); code != ExitOK || !strings.Contains(out, "ok (1 scenarios") {
+	if code, out, errs := runArgs(t, context.Background(), "validate", with); code != ExitOK || !strings.Contains(out, "ok (1 scenario,") {
 		t.Fatalf("validate: exit %d, %q %q", code, out, errs)
 	}
 

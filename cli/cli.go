@@ -67,6 +67,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, env *Env, args []string) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			args = []string{args[1], "--help"}
@@ -121,7 +124,7 @@ func topUsage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'stormsim <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'stormsim <command> --help' for a command's flags, 'stormsim --version' for the version.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 run failed or a regression against a baseline, 2 bad scenario or arguments,")
 	fmt.Fprintln(w, "99 a threshold failed, 130 interrupted.")
 }
@@ -133,11 +136,67 @@ func newFlags(env *Env, name, usage, about string) *flag.FlagSet {
 	fs.Usage = func() {
 		w := env.Stdout
 		fmt.Fprintf(w, "Usage: stormsim %s %s\n\n%s\n\nFlags:\n", name, usage, about)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(env.Stderr)
+		printFlags(w, fs)
 	}
 	return fs
+}
+
+// printFlags lists fs's flags as flag.PrintDefaults does, but spelt with
+// two dashes, as the docs and the error messages spell them (the flag
+// package accepts both).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		switch d := f.DefValue; {
+		case d == "" || d == "0" || d == "false" || d == "[]":
+		case arg == "string" || strings.ContainsAny(d, " \t"):
+			line += fmt.Sprintf(" (default %q)", d)
+		default:
+			line += fmt.Sprintf(" (default %s)", d)
+		}
+		fmt.Fprintln(w, line)
+	})
+	if n == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+}
+
+// visited reports whether the flag name was given on the command line.
+func visited(fs *flag.FlagSet, name string) bool {
+	seen := false
+	fs.Visit(func(f *flag.Flag) { seen = seen || f.Name == name })
+	return seen
+}
+
+// splitList splits a comma-separated flag value, dropping empty items. An
+// empty result from a flag that was given is an error, not "every one":
+// --designs "" is far more likely a script's empty variable than a wish.
+func splitList(fs *flag.FlagSet, cmd, name, value string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(value, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	if out == nil && visited(fs, name) {
+		return nil, usagef("%s: --%s %q names nothing: list at least one, or leave --%s out for all", cmd, name, value, name)
+	}
+	return out, nil
+}
+
+// plural is n and the noun, with an s when n is not 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // parse accepts flags before and after positional arguments.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,14 +36,21 @@ type scenarioFlags struct {
 
 // load resolves the selected scenarios with the --set overrides applied to
 // each of them.
-func (f *scenarioFlags) load() ([]*scenario.Scenario, error) {
-	all, err := scenario.Load(f.file, nil)
+func (f *scenarioFlags) load(ctx context.Context, fs *flag.FlagSet, cmd string) ([]*scenario.Scenario, error) {
+	only, err := splitList(fs, cmd, "scenarios", f.scenarios)
 	if err != nil {
+		return nil, err
+	}
+	all, err := scenario.LoadContext(ctx, f.file, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, usageError{err}
 	}
 	names := all.Names()
-	if f.scenarios != "" {
-		names = strings.Split(f.scenarios, ",")
+	if only != nil {
+		names = only
 		for _, n := range names {
 			if !slices.Contains(all.Names(), n) {
 				return nil, usagef("no scenario %q in %s (defined: %s)", n, f.file, strings.Join(all.Names(), ", "))
@@ -51,8 +59,11 @@ func (f *scenarioFlags) load() ([]*scenario.Scenario, error) {
 	}
 	var out []*scenario.Scenario
 	for _, n := range names {
-		file, err := scenario.Load(f.file, &scenario.Options{Set: f.set, Target: n})
+		file, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: f.set, Target: n})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, usageError{err}
 		}
 		sc, err := file.Scenario(n)
@@ -87,8 +98,11 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 0 {
 		return usagef("nightly: takes no arguments, got %q", pos)
 	}
-	scs, err := f.load()
+	scs, err := f.load(ctx, fs, "nightly")
 	if err != nil {
+		return err
+	}
+	if err := probeOut(out); err != nil {
 		return err
 	}
 	date := time.Now().UTC().Format("2006-01-02")
@@ -180,7 +194,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "nightly: %d scenarios, %d tests, %d failed; %s\n", len(scs), junit.Tests, junit.Failures, filepath.Join(dir, "junit.xml"))
+	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(junit.Tests, "test"), junit.Failures, filepath.Join(dir, "junit.xml"))
 	for _, l := range failLines {
 		fmt.Fprintln(env.Stdout, "  "+l)
 	}
@@ -260,7 +274,7 @@ func baselineCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 0 {
 		return usagef("baseline: takes no arguments, got %q", pos)
 	}
-	scs, err := f.load()
+	scs, err := f.load(ctx, fs, "baseline")
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,7 +25,7 @@ func init() {
 type planFlags struct {
 	file    string
 	sweeps  listFlag
-	target  string
+	sizeFor string
 	designs string
 	jobs    int
 	set     listFlag
@@ -54,8 +53,8 @@ in before the first fault (1000..8000@4 for deploy-restart). A grid of more than
 --force.
 
 A design's max load is the largest grid load L such that it meets every threshold at every grid
-load up to L (failing at a load counts as failing at every larger one). At --target (default: the
-largest load; a target off the grid is added to it) the cheapest design that meets the thresholds is
+load up to L (failing at a load counts as failing at every larger one). At --size-for (default: the
+largest load; a load off the grid is added to it) the cheapest design that meets the thresholds is
 named: least store memory to provision, then fewest replicas, then fewest store ops/s. Store memory
 and ops/s come from the simulated store's peaks (store_peak_bytes, store_peak_ops_per_s), plus 30%.
 
@@ -67,10 +66,10 @@ written, whether or not a design meets the thresholds; plan.md says which.`
 
 func planCmd(ctx context.Context, env *Env, args []string) error {
 	var f planFlags
-	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--target KEY=VALUE] [flags]", planAbout)
+	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--size-for KEY=VALUE] [flags]", planAbout)
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
 	fs.Var(&f.sweeps, "sweep", "sweep a numeric key, repeatable; the first is the load (`KEY=VALUES`: a,b,c or lo..hi@N)")
-	fs.StringVar(&f.target, "target", "", "the load to plan for (`KEY=VALUE`, KEY the first --sweep's; default its largest value)")
+	fs.StringVar(&f.sizeFor, "size-for", "", "the load to plan for (`KEY=VALUE`, KEY the first --sweep's; default its largest value)")
 	fs.StringVar(&f.designs, "designs", "", "plan only these designs, comma-separated (`a,b`)")
 	fs.IntVar(&f.jobs, "jobs", 0, "simulations run at once (`N`; 0 = one per core)")
 	fs.Var(&f.set, "set", "override a scenario key at every grid point, repeatable (`key=value`)")
@@ -86,8 +85,12 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("plan: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
 	}
-	if f.jobs < 0 {
-		return usagef("plan: --jobs %d is negative (0 = one per core)", f.jobs)
+	if visited(fs, "jobs") && f.jobs < 1 {
+		return usagef("plan: --jobs %d: want at least 1 (leave it out for one per core)", f.jobs)
+	}
+	designs, err := splitList(fs, "plan", "designs", f.designs)
+	if err != nil {
+		return err
 	}
 	name := pos[0]
 	base := []string(f.set)
@@ -97,7 +100,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		base = append(slices.Clone(base), "seed="+f.seed)
 	}
-	data, err := os.ReadFile(f.file)
+	data, err := scenario.ReadFile(f.file)
 	if err != nil {
 		return usageError{fmt.Errorf("plan: %w", err)}
 	}
@@ -142,28 +145,22 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 		axes = append(axes, ax)
 	}
 	gopts := &plan.GridOptions{Base: base, Force: f.force}
-	if f.target != "" {
-		key, val, found := strings.Cut(f.target, "=")
+	if f.sizeFor != "" {
+		key, val, found := strings.Cut(f.sizeFor, "=")
 		key = strings.TrimSpace(key)
 		switch {
 		case !found || key == "":
-			return usagef("--target %q: want KEY=VALUE, for example %s=%s", f.target, axes[0].Key, axes[0].Text(axes[0].Max()))
+			return usagef("--size-for %q: want KEY=VALUE, for example %s=%s", f.sizeFor, axes[0].Key, axes[0].Text(axes[0].Max()))
 		case key != axes[0].Key:
-			return usagef("--target %s: the target is a load, on the load axis %s (the first --sweep)", key, axes[0].Key)
+			return usagef("--size-for %s: the load to plan for is on the load axis %s (the first --sweep)", key, axes[0].Key)
 		}
 		v, err := plan.ParseValue(key, val)
 		if err != nil {
-			return usagef("--target %s: %v", key, err)
+			return usagef("--size-for %s: %v", key, err)
 		}
 		gopts.Target = &v
 	}
-	if f.designs != "" {
-		for _, d := range strings.Split(f.designs, ",") {
-			if d = strings.TrimSpace(d); d != "" {
-				gopts.Designs = append(gopts.Designs, d)
-			}
-		}
-	}
+	gopts.Designs = designs
 	g, err := plan.NewGrid(load, axes, gopts)
 	if err != nil {
 		return usageError{err}
@@ -173,6 +170,9 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 		target = *gopts.Target
 	}
 	sc := g.Scenario()
+	if err := probeOut(filepath.Join(f.out, "plan", sc.Name)); err != nil {
+		return err
+	}
 
 	progress, doneProgress := newProgress(env, f.quiet, g.Work(),
 		fmt.Sprintf("plan %s: %d points × %d designs", sc.Name, len(g.Points), len(g.Designs)))

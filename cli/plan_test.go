@@ -190,13 +190,13 @@ func TestPlanBadArguments(t *testing.T) {
 		// A value the scenario refuses names the point and the key.
 		{[]string{"--sweep", "workload.clients=0,5"}, "grid point workload.clients=0: --set workload.clients: 0 is not in 1..10000000"},
 		// The target is on the load axis.
-		{[]string{"--sweep", "workload.clients=200,400", "--target", "workload.event_rate=5"}, "--target workload.event_rate: the target is a load, on the load axis workload.clients"},
-		{[]string{"--sweep", "workload.clients=200,400", "--target", "workload.clients=many"}, `--target workload.clients: "many" is not a number`},
-		{[]string{"--sweep", "workload.clients=200,400", "--target", "400"}, "--target \"400\": want KEY=VALUE"},
+		{[]string{"--sweep", "workload.clients=200,400", "--size-for", "workload.event_rate=5"}, "--size-for workload.event_rate: the load to plan for is on the load axis workload.clients"},
+		{[]string{"--sweep", "workload.clients=200,400", "--size-for", "workload.clients=many"}, `--size-for workload.clients: "many" is not a number`},
+		{[]string{"--sweep", "workload.clients=200,400", "--size-for", "400"}, "--size-for \"400\": want KEY=VALUE"},
 		// Swept and set at once.
 		{[]string{"--sweep", "workload.clients=200,400", "--set", "workload.clients=5"}, "--set workload.clients: the key is also swept"},
 		// Other flags.
-		{[]string{"--jobs", "-1"}, "--jobs -1 is negative"},
+		{[]string{"--jobs", "-1"}, "--jobs -1: want at least 1"},
 		{[]string{"--designs", "nope"}, `--designs: scenario s has no design "nope"`},
 		// Goals.
 		{[]string{"--goal", "lost_fraction_max"}, `--goal "lost_fraction_max": want metric_max=N`},

@@ -61,7 +61,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.Var(&f.simSet, "sim-set", "with --engine both: override a key for the simulator only, repeatable (`key=value`): a deliberately wrong model, to see the agreement check bite")
 	fs.StringVar(&f.out, "out", "results", "results `dir`")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
-	fs.IntVar(&f.parallel, "parallel", 0, "designs run at once (0 = one per core in the simulator, one at a time live)")
+	fs.IntVar(&f.parallel, "parallel", 0, "designs run at once, at least 1 (`N`; default: one per core in the simulator, one at a time live)")
 	fs.StringVar(&f.engine, "engine", "sim", "`engine`: sim (virtual time), live (real replicas, LB, Redis and SSE clients on loopback), or both: the two on the same seed, compared in agreement.md (exit 98 outside the scenario's agreement tolerances)")
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table (it is sized for the scenario as written, not for --set changes)")
@@ -83,6 +83,13 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if f.repeat > 1 && f.engine != "both" {
 		return usagef("run: --repeat is for --engine both")
 	}
+	if visited(fs, "parallel") && f.parallel < 1 {
+		return usagef("run: --parallel %d: want at least 1 (leave it out for the default)", f.parallel)
+	}
+	designs, err := splitList(fs, "run", "designs", f.designs)
+	if err != nil {
+		return err
+	}
 	name := pos[0]
 	sets := []string(f.set)
 	if f.seed != "" {
@@ -97,8 +104,11 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		sets = append(sets, targetSets(f.target)...)
 	}
-	file, err := scenario.Load(f.file, &scenario.Options{Set: sets, Target: name})
+	file, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: sets, Target: name})
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if f.target != "" {
 			// The pair --target stands for is the user's --target.
 			return usagef("%s", strings.ReplaceAll(err.Error(), "--set server.url", "--target "+f.target))
@@ -114,7 +124,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		if f.engine != "both" {
 			return usagef("run: --sim-set is for --engine both")
 		}
-		sf, err := scenario.Load(f.file, &scenario.Options{Set: append(slices.Clone(sets), f.simSet...), Target: name})
+		sf, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: append(slices.Clone(sets), f.simSet...), Target: name})
 		if err != nil {
 			return usageError{err}
 		}
@@ -122,13 +132,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			return usageError{err}
 		}
 	}
-	var designs []string
-	if f.designs != "" {
-		for _, d := range strings.Split(f.designs, ",") {
-			if d = strings.TrimSpace(d); d != "" {
-				designs = append(designs, d)
-			}
-		}
+	if _, err := sc.Select(designs); err != nil {
+		return usageError{err}
 	}
 	engines := []string{f.engine}
 	if f.engine == "both" {
@@ -137,6 +142,25 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	n := len(sc.Designs)
 	if designs != nil {
 		n = len(designs)
+	}
+	if slices.Contains(engines, "sim") {
+		if w := memoryWarning(simSc, n); w != "" {
+			simSc.Warnings = append(simSc.Warnings, w)
+		}
+	}
+	if err := probeOut(filepath.Join(f.out, sc.Name)); err != nil {
+		return err
+	}
+	if !f.quiet {
+		warned := map[string]bool{}
+		for _, s := range []*scenario.Scenario{sc, simSc} {
+			for _, w := range s.Warnings {
+				if !warned[w] {
+					warned[w] = true
+					fmt.Fprintln(env.Stderr, "stormsim: warning:", w)
+				}
+			}
+		}
 	}
 	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc)*time.Duration(n*len(engines)*f.repeat),
 		fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n))
@@ -296,7 +320,7 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist}, nil
 }
 
-func listCmd(_ context.Context, env *Env, args []string) error {
+func listCmd(ctx context.Context, env *Env, args []string) error {
 	var file string
 	fs := newFlags(env, "list", "[FILE] [flags]", "List the scenarios (with their descriptions) and the designs defined in the scenarios file.")
 	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
@@ -311,8 +335,11 @@ func listCmd(_ context.Context, env *Env, args []string) error {
 	default:
 		return usagef("list: want at most one FILE, got %d", len(pos))
 	}
-	f, err := scenario.Load(file, nil)
+	f, err := scenario.LoadContext(ctx, file, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return usageError{err}
 	}
 	fmt.Fprintln(env.Stdout, "scenarios:")
@@ -327,13 +354,15 @@ func listCmd(_ context.Context, env *Env, args []string) error {
 	return nil
 }
 
-func validateCmd(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "validate", "[FILE]", "Check a scenarios file (default scenarios.toml) and print every problem, naming the file, key and problem.")
+func validateCmd(ctx context.Context, env *Env, args []string) error {
+	var file string
+	fs := newFlags(env, "validate", "[FILE] [flags]", "Check a scenarios file (default scenarios.toml) and print every problem, naming the file, key and problem,\n"+
+		"then every warning: a setting that loads but probably does not mean what it says.")
+	fs.StringVar(&file, "file", DefaultFile, "scenarios `file` (or give it as FILE)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	file := DefaultFile
 	switch len(pos) {
 	case 0:
 	case 1:
@@ -341,11 +370,23 @@ func validateCmd(_ context.Context, env *Env, args []string) error {
 	default:
 		return usagef("validate: want at most one FILE, got %d", len(pos))
 	}
-	f, err := scenario.Load(file, nil)
+	if len(pos) == 1 && visited(fs, "file") {
+		return usagef("validate: give the file as FILE or --file, not both")
+	}
+	f, err := scenario.LoadContext(ctx, file, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return usageError{err}
 	}
-	fmt.Fprintf(env.Stdout, "%s: ok (%d scenarios, %d designs)\n", file, len(f.Names()), len(f.DesignNames()))
+	for _, n := range f.Names() {
+		sc, _ := f.Scenario(n)
+		for _, w := range sc.Warnings {
+			fmt.Fprintf(env.Stdout, "warning: %s\n", w)
+		}
+	}
+	fmt.Fprintf(env.Stdout, "%s: ok (%s, %s)\n", file, plural(len(f.Names()), "scenario"), plural(len(f.DesignNames()), "design"))
 	return nil
 }
 

@@ -181,7 +181,7 @@ func (c Change) String() string {
 		if v == nil {
 			return "n/a"
 		}
-		return num(*v)
+		return human(*v)
 	}
 	rel := ""
 	if c.Base != nil && c.Cur != nil {
@@ -189,7 +189,11 @@ func (c Change) String() string {
 		if *c.Base != 0 {
 			rel = fmt.Sprintf(", %+.1f%%", 100*d/math.Abs(*c.Base))
 		}
-		rel = fmt.Sprintf(" (%+g%s)", d, rel)
+		sign := "+"
+		if d < 0 {
+			sign = ""
+		}
+		rel = fmt.Sprintf(" (%s%s%s)", sign, human(d), rel)
 	}
 	return fmt.Sprintf("%s/%s: %s -> %s%s, tolerance %g%%", c.Design, c.Metric, f(c.Base), f(c.Cur), rel, 100*c.Tolerance)
 }
@@ -267,4 +271,19 @@ func worse(b, c float64, dir int, tol float64) bool {
 		return c > b+slack
 	}
 	return c < b-slack
+}
+
+// human formats v for people: integers whole, other numbers to six
+// significant digits without an exponent where one can be avoided (the
+// floating-point residue of a subtraction, 11078.024999999994, reads
+// 11078.025). JSON keeps the exact values.
+func human(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if a := math.Abs(r); a >= 1e-4 && a < 1e15 {
+		return strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
 }

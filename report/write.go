@@ -170,6 +170,13 @@ func (r *Report) Markdown() []byte {
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
 	notes := false
+	for _, n := range r.Notes {
+		if !notes {
+			b.WriteString("\n## Notes\n\n")
+			notes = true
+		}
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
 	for _, d := range r.Designs {
 		for _, n := range d.Notes {
 			if !notes {

@@ -113,7 +113,7 @@ func (f *File) Scenario(name string) (*Scenario, error) {
 
 // Load reads and validates path.
 func Load(path string, opts *Options) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -194,6 +194,9 @@ func (ld *loader) decode(l *layer, p toml.Primitive, v any) {
 func Parse(name string, data []byte, opts *Options) (*File, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if err := shapeErr(name, data); err != nil {
+		return nil, err
 	}
 	ld := &loader{file: name}
 	md, err := toml.Decode(string(data), &ld.raw)
@@ -343,6 +346,11 @@ func (ld *loader) setLayer(pairs []string) *layer {
 			continue
 		}
 		line := k + " = " + strings.TrimSpace(v) + "\n"
+		if err := shapeErr("--set "+k, []byte(line)); err != nil {
+			ld.errs = append(ld.errs, err)
+			ok = false
+			continue
+		}
 		var probe map[string]any
 		if _, err := toml.Decode(line, &probe); err != nil {
 			line = k + " = " + strconv.Quote(strings.TrimSpace(v)) + "\n"
@@ -521,6 +529,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	if len(ld.errs) > nerr {
 		return nil
 	}
+	s.Warnings = ld.warnings(s, layers)
 	return s
 }
 
@@ -759,6 +768,8 @@ func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {
 	}
 	if s.Step <= 0 {
 		bad("step", "%v must be positive", s.Step)
+	} else if s.Duration > 0 && s.Step > s.Duration {
+		bad("step", "%v is longer than duration (%v): the series would have one point", s.Step, s.Duration)
 	} else if s.Duration > 0 && s.Duration/s.Step > 1_000_000 {
 		bad("step", "%v gives more than a million series points over %v", s.Step, s.Duration)
 	}

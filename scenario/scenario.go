@@ -43,6 +43,10 @@ type Scenario struct {
 	// Agreement holds the tolerances of --engine both, by AgreementKeys
 	// name; the defaults apply to the keys it lacks.
 	Agreement map[string]float64 `json:"-"`
+	// Warnings are settings that load but are probably not what was meant
+	// (each names the file and key); the engines copy them into the
+	// report's notes. Not part of the scenario's hash.
+	Warnings []string `json:"-"`
 }
 
 // Check is one threshold: Metric of Design (every design when empty) must be
