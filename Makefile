@@ -10,7 +10,7 @@ BIN      := bin/stormsim
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan agree agree-live-smoke agree-crash-round-robin calibrate test lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build sim live plan agree agree-live-smoke agree-crash-round-robin calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -56,13 +56,25 @@ agree-crash-round-robin:
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
-test: lint ## lint, then every test, with the race detector on the concurrent packages
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/
-	$(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/
-	$(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/
-	$(GO) test -count=1 -race ./calibrate/
-	$(GO) test -count=1 -race -skip 'TestLiveSmoke|TestAgreementBites' ./live/...
+# make test: lint first, then every package outside live/, then the race detector on the concurrent
+# packages and on every live/ test (real processes and sockets: they run once, raced). Every test
+# stage runs even when one fails, and make exits 2 at the end if any did. Its budget is 6 minutes
+# on a 2-core machine; the tests that do not fit (long real-time runs) are LONG_TESTS, which
+# make test-long runs.
+LONG_TESTS := ^(TestLiveSmoke|TestAgreementBites)$$
+test: lint ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
+	@failed=0; \
+	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
+	stage $(GO) test -count=1 $$($(GO) list ./... | grep -v /live/); \
+	stage $(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/; \
+	stage $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
+	stage $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
+	stage $(GO) test -count=1 -race ./calibrate/; \
+	stage $(GO) test -count=1 -race -skip '$(LONG_TESTS)' ./live/...; \
+	if [ $$failed -gt 0 ]; then echo "make test: $$failed stage(s) failed, each marked --- FAILED above"; exit 2; fi
+
+test-long: ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the agreement check); the nightly workflow runs it
+	$(GO) test -count=1 -timeout 30m -run '$(LONG_TESTS)' ./live/...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -71,9 +83,10 @@ lint: ## gofmt and go vet
 bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op
 	$(MEASURE) bench -- $(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
 
-bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark
+bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark, calibrate's rates and latencies
 	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
 	$(MEASURE) -make bench-live bench-live-streams -- $(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 60m ./live/runner/
+	$(MEASURE) -make bench-live bench-live-calibrate -- $(GO) test -run '^$$' -bench BenchmarkCalibrateRedis -benchtime 1x -count 3 ./calibrate/
 
 .PHONY: test-time
 test-time: ## run make test and write how long it took to docs/measurements.md
