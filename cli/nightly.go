@@ -111,7 +111,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
 	var thresholdsFailed, baselinesFailed int
-	var failLines []string
+	var failLines, noteLines []string
 	for _, sc := range scs {
 		o, err := sim.Run(ctx, sc, nil)
 		if err != nil {
@@ -154,6 +154,9 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		regs := fmt.Sprint(nreg)
 		switch {
+		case cmp != nil && cmp.Skipped != "":
+			regs = "skipped: other seed"
+			noteLines = append(noteLines, sc.Name+": baseline not compared: "+cmp.Skipped)
 		case errors.Is(berr, errNoBaseline):
 			regs = "no baseline"
 		case berr != nil:
@@ -181,6 +184,12 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 			sum.WriteString("- " + l + "\n")
 		}
 	}
+	if len(noteLines) > 0 {
+		sum.WriteString("\n## Notes\n\n")
+		for _, l := range noteLines {
+			sum.WriteString("- " + l + "\n")
+		}
+	}
 	ju, err := junit.Marshal()
 	if err != nil {
 		return err
@@ -198,11 +207,14 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	for _, l := range failLines {
 		fmt.Fprintln(env.Stdout, "  "+l)
 	}
+	for _, l := range noteLines {
+		fmt.Fprintln(env.Stdout, "  note: "+l)
+	}
 	switch {
 	case thresholdsFailed > 0:
-		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %d threshold(s) failed", thresholdsFailed)}
+		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %s failed", plural(thresholdsFailed, "threshold"))}
 	case baselinesFailed > 0:
-		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d scenario(s) regressed or have no baseline", baselinesFailed)}
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s regressed or have no baseline", baselinesFailed, plural(len(scs), "scenario"))}
 	}
 	return nil
 }
@@ -356,13 +368,13 @@ func compareCmd(_ context.Context, env *Env, args []string) error {
 		return nil
 	}
 	if len(cmp.Regressions) == 0 {
-		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %d design(s) without a baseline", len(cmp.Missing))}
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %s without a baseline", plural(len(cmp.Missing), "design"))}
 	}
-	fmt.Fprintf(env.Stdout, "%d regression(s):\n", len(cmp.Regressions))
+	fmt.Fprintf(env.Stdout, "%s:\n", plural(len(cmp.Regressions), "regression"))
 	for _, c := range cmp.Regressions {
 		fmt.Fprintln(env.Stdout, "  "+c.String())
 	}
-	return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %d regression(s)", len(cmp.Regressions))}
+	return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %s", plural(len(cmp.Regressions), "regression"))}
 }
 
 func describeTolerances(t expect.Tolerances) string {

@@ -200,8 +200,12 @@ func (c Change) String() string {
 
 // Comparison is the result of comparing a run with its baseline.
 type Comparison struct {
-	Scenario    string
-	Notes       []string // cross-architecture, designs dropped from the run
+	Scenario string
+	Notes    []string // cross-architecture, designs dropped from the run
+	// Skipped says why the metrics were not compared at all ("" when they
+	// were): a run at another seed than the baseline's is another sample,
+	// and its differences are the spread over seeds, not regressions.
+	Skipped     string
 	Regressions []Change
 	Missing     []string // designs of the run with no baseline: nothing holds them
 }
@@ -215,6 +219,12 @@ func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 		return nil, fmt.Errorf("%w: the baseline is for scenario %q, the run is %q", ErrMismatch, base.Scenario, cur.Scenario)
 	}
 	c := &Comparison{Scenario: cur.Scenario}
+	if base.Seed != cur.Seed {
+		c.Skipped = fmt.Sprintf("the baseline was recorded at seed %d and this run is at seed %d: "+
+			"their differences are the spread over seeds, not regressions, so only the thresholds judge this run", base.Seed, cur.Seed)
+		c.Notes = append(c.Notes, c.Skipped)
+		return c, nil
+	}
 	curArch := cur.Arch
 	if curArch == "" {
 		curArch = runtime.GOARCH

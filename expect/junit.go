@@ -14,6 +14,7 @@ type JUnit struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr,omitempty"`
 	Suites   []JUnitSuite `xml:"testsuite"`
 }
 
@@ -22,6 +23,7 @@ type JUnitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr,omitempty"`
 	Cases    []JUnitCase `xml:"testcase"`
 }
 
@@ -30,6 +32,12 @@ type JUnitCase struct {
 	ClassName string        `xml:"classname,attr"`
 	Name      string        `xml:"name,attr"`
 	Failure   *JUnitFailure `xml:"failure,omitempty"`
+	Skipped   *JUnitSkipped `xml:"skipped,omitempty"`
+}
+
+// JUnitSkipped marks a check that was not made, with the reason.
+type JUnitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 // JUnitFailure carries the numbers of a failed check.
@@ -55,6 +63,8 @@ func (j *JUnit) AddScenario(name string, designs []string, results []Result, cmp
 		switch {
 		case baselineErr != nil:
 			c.Failure = &JUnitFailure{Message: baselineErr.Error(), Type: "baseline", Text: baselineErr.Error()}
+		case cmp != nil && cmp.Skipped != "":
+			c.Skipped = &JUnitSkipped{Message: cmp.Skipped}
 		case cmp != nil && slices.Contains(cmp.Missing, d):
 			msg := "no baseline for design " + d + ": record one with make baseline"
 			c.Failure = &JUnitFailure{Message: msg, Type: "baseline", Text: msg}
@@ -77,10 +87,14 @@ func (j *JUnit) AddScenario(name string, designs []string, results []Result, cmp
 		if c.Failure != nil {
 			s.Failures++
 		}
+		if c.Skipped != nil {
+			s.Skipped++
+		}
 	}
 	j.Suites = append(j.Suites, s)
 	j.Tests += s.Tests
 	j.Failures += s.Failures
+	j.Skipped += s.Skipped
 }
 
 // Marshal encodes the document with its XML header.
