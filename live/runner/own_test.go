@@ -17,6 +17,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/report"
@@ -29,16 +30,12 @@ var (
 	ownBinErr  error
 )
 
-// ownServerBin builds examples/byo-server once per test binary.
+// ownServerBin builds examples/byo-server once per test binary, beside
+// the stormsim binary, in the folder TestMain removes at the end.
 func ownServerBin(t *testing.T) string {
 	t.Helper()
 	ownBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stormsim-byo-")
-		if err != nil {
-			ownBinErr = err
-			return
-		}
-		ownBinPath = filepath.Join(dir, "byo-server")
+		ownBinPath = filepath.Join(testbin.Dir(), "byo-server")
 		build := exec.Command("go", "build", "-o", ownBinPath, "./examples/byo-server")
 		build.Dir = "../.."
 		if out, err := build.CombinedOutput(); err != nil {

@@ -1,5 +1,6 @@
 // Package testbin builds the stormsim binary that the live tests start
-// replicas from, once per test binary:
+// replicas from, once per test binary, in a temporary folder it removes
+// when the tests end:
 //
 //	var bin string
 //	func TestMain(m *testing.M) { testbin.Main(m, "../..", &bin) }
@@ -12,11 +13,15 @@ import (
 	"testing"
 )
 
+// dir is the folder Main made; Dir hands it to the tests.
+var dir string
+
 // Main builds ./cmd/stormsim of the module at root into a temporary
 // folder, sets *bin to it, runs the tests and removes the folder. A build
 // failure prints the compiler's output and exits 2.
 func Main(m *testing.M, root string, bin *string) {
-	dir, err := os.MkdirTemp("", "stormsim-test-")
+	var err error
+	dir, err = os.MkdirTemp("", "stormsim-test-")
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(2)
@@ -33,3 +38,7 @@ func Main(m *testing.M, root string, bin *string) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// Dir is the temporary folder Main made: what a test builds there for
+// the whole test binary (another server, say) is removed with it.
+func Dir() string { return dir }
