@@ -44,6 +44,7 @@ type runFlags struct {
 	noThresh bool
 	repeat   int
 	target   string
+	redisURL string
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
@@ -51,7 +52,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "run", "SCENARIO [flags]",
 		"Run SCENARIO from the scenarios file with every design it lists, print the table of designs,\n"+
 			"and write report.json, summary.md, series.csv, the charts (PNG and SVG) and report.html\n"+
-			"(live runs add results.bin, every HTTP exchange in vegeta's format, and history.json.gz)\n"+
+			"(live runs add results.bin, every HTTP exchange in vegeta's format, history.json.gz, and live.log:\n"+
+			"the faults applied, unexpected exits, store outages and go-redis's own messages)\n"+
 			"to OUT/<scenario>/<UTC time>-seed<N>/ "+
 			"(OUT/<scenario>/latest points at the newest run).")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
@@ -66,6 +68,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
 	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table (it is sized for the scenario as written, not for --set changes)")
 	fs.StringVar(&f.target, "target", "", "aim the live clients at this MCP `URL`, a server stormsim does not control (--set server.url=URL); faults that need its processes are refused")
+	fs.StringVar(&f.redisURL, "redis-url", "", "live engine: use this Redis (`URL`: redis://host:port/db or host:port) for the Redis designs instead of a private redis-server; stormsim never stops or restarts it, so store faults are refused")
 	fs.IntVar(&f.repeat, "repeat", 1, "with --engine both: run each engine `N` times, on seeds seed..seed+N-1, and compare the pooled counts (repeat-<i>/sim and repeat-<i>/live hold each run)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -307,9 +310,9 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 	if err != nil {
 		return nil, nil, err
 	}
-	var buf bytes.Buffer
+	var buf, logBuf bytes.Buffer
 	out, err := runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
-		Progress: progress, Results: &buf, Set: sets})
+		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -317,7 +320,7 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 	if err != nil {
 		return nil, nil, err
 	}
-	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist}, nil
+	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil
 }
 
 func listCmd(ctx context.Context, env *Env, args []string) error {

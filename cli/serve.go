@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/live/topo"
@@ -104,6 +106,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		defer f.Close()
 		cfg.Log = f
+		logRedisTo(f)
 	}
 	srv := replica.New(cfg)
 	var storeBytes func() int64
@@ -200,4 +203,16 @@ func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler,
 // replica adds to the lines its predecessor wrote.
 func openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// logRedisTo sends go-redis's own log lines to the production log f, the
+// first 1000 of them, as {"go_redis": LINE, "t_ns": N} lines: the live
+// runner moves them to the run's log. Without a production log they go to
+// stderr. They go to f until the process ends: a line after f is closed is
+// lost, never printed.
+func logRedisTo(f *os.File) {
+	redislog.To(redislog.Capped(1000, func(msg string) {
+		line, _ := json.Marshal(map[string]any{"go_redis": msg, "t_ns": time.Now().UnixNano()})
+		f.Write(append(line, '\n')) //nolint:errcheck // nowhere better to say it
+	}))
 }

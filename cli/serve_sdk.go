@@ -45,6 +45,7 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		}
 		defer f.Close()
 		cfg.Log = f
+		logRedisTo(f)
 	}
 	srv := sdkreplica.New(cfg)
 	hs, drain, err := listenAndWait(ctx, env, addr, srv, func() bool { return true }, nil)

@@ -40,12 +40,15 @@ type Report struct {
 	Designs []Design `json:"designs"`
 }
 
-// Fault is one entry of the fault schedule, as charts mark it.
+// Fault is one entry of the fault schedule, as charts mark it, or
+// something that happened to a live run unasked (Unscheduled: a replica
+// that exited, the store becoming unreachable).
 type Fault struct {
-	Kind   string  `json:"kind"`
-	Label  string  `json:"label"`
-	AtS    float64 `json:"at_s"`
-	UntilS float64 `json:"until_s"`
+	Kind        string  `json:"kind"`
+	Label       string  `json:"label"`
+	AtS         float64 `json:"at_s"`
+	UntilS      float64 `json:"until_s"`
+	Unscheduled bool    `json:"unscheduled,omitempty"`
 }
 
 // Design is one row: a design's totals, latencies and series.

@@ -145,12 +145,17 @@ func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
 // happened in one design only.
 const KindExit = "exit"
 
+// KindStoreUnreachable marks the live engine's Redis not answering when no
+// scheduled fault stopped it (it died, or was killed from outside): like
+// KindExit, an unscheduled mark of one design.
+const KindStoreUnreachable = "store-unreachable"
+
 // RecoveryFaults are the indices of the faults that get a time to recover:
-// every scheduled fault, and no exit mark.
+// every scheduled fault, and no unscheduled mark.
 func RecoveryFaults(faults []Fault) []int {
 	var ids []int
 	for i, f := range faults {
-		if f.Kind != KindExit {
+		if !f.Unscheduled && f.Kind != KindExit {
 			ids = append(ids, i)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/internal/wait"
 )
 
@@ -103,8 +104,7 @@ func (s *Server) launch(ctx context.Context) error {
 		args = append(args, "--appendonly", "no")
 	}
 	cmd := exec.Command("redis-server", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive us
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(cmd); err != nil { // never outlive us
 		return fmt.Errorf("redisd: %w", err)
 	}
 	s.mu.Lock()

@@ -36,6 +36,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -59,12 +60,24 @@ type Options struct {
 	// Results, if set, receives every HTTP exchange as a vegeta Result, in
 	// vegeta's binary format (results.bin), Attack set to the design.
 	Results io.Writer
-	// Log, if set, receives one line per fault step applied.
+	// Log, if set, is the run's log: one line per fault step applied, per
+	// unexpected exit and per store outage, and go-redis's own log lines,
+	// the runner's and the replicas', which would otherwise go to stderr
+	// (the first maxRedisLogLines of each). Without it they are dropped.
 	Log io.Writer
 	// Set are the --set overrides the scenario was loaded with; the
 	// replicas load it with the same ones.
 	Set []string
+	// RedisAddr uses an existing Redis (a redis:// URL or host:port) for
+	// the designs that need one instead of a private redis-server per
+	// design. stormsim never stops or restarts it: a scenario with store
+	// faults is refused.
+	RedisAddr string
 }
+
+// maxRedisLogLines is how many of go-redis's own log lines a run's log
+// keeps from the runner, and from each replica.
+const maxRedisLogLines = 1000
 
 // Output is a live run's report plus the histories it was judged from.
 type Output struct {
@@ -121,6 +134,23 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if len(designs) == 0 {
 		return nil, sim.ErrNoDesigns
 	}
+	if opts.RedisAddr != "" {
+		if err := storeFaultsRefused(sc, designs); err != nil {
+			return nil, err
+		}
+	}
+	o := *opts
+	opts = &o
+	if opts.Log != nil {
+		opts.Log = &lockedWriter{w: opts.Log} // the designs write to it side by side
+	}
+	logTo := io.Discard
+	if opts.Log != nil {
+		logTo = opts.Log
+	}
+	defer redislog.To(redislog.Capped(maxRedisLogLines, func(msg string) {
+		fmt.Fprintf(logTo, "live: go-redis: %s\n", msg)
+	}))()
 	par := max(opts.Parallel, 1)
 	rows := make([]report.Design, len(designs))
 	marks := make([][]report.Fault, len(designs))
@@ -195,7 +225,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if own != nil && own.URL != "" {
 		endpoint = own.URL
 	} else {
-		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set})
+		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr})
 		if err != nil {
 			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 		}
@@ -262,8 +292,17 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 	var sampler *storeSampler
+	var watch *storeWatch
 	if t != nil {
 		sampler = sampleStore(runCtx, t, dr.t0, sc.Step, horizon)
+		if t.RedisAddr() != "" {
+			if watch, err = watchStore(runCtx, t, dr.t0); err != nil {
+				cancel()
+				<-allDone
+				<-sampler.done
+				return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+			}
+		}
 	}
 
 	// The fault schedule, carried out at its times; client drops by the
@@ -385,6 +424,9 @@ loop:
 	if sampler != nil {
 		<-sampler.done
 	}
+	if watch != nil {
+		<-watch.done
+	}
 	if err := <-faultErr; err != nil {
 		return report.Design{}, nil, nil, nil, err
 	}
@@ -421,18 +463,40 @@ loop:
 			h.Drops = append(h.Drops, x)
 		}
 	}
-	prod, err := readLogs(logDir, dr.t0)
+	prod, redisLines, err := readLogs(logDir, dr.t0)
 	if err != nil {
 		return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 	}
 	h.Produced = prod
+	if opts.Log != nil {
+		for _, l := range redisLines {
+			fmt.Fprintf(opts.Log, "live %s: %.1fs: replica %d: go-redis: %s\n", d.Name, l.at.Seconds(), l.slot, l.msg)
+		}
+	}
 	var marks []report.Fault
 	for _, x := range exits {
 		at := x.At.Sub(dr.t0)
 		applied = append(applied, check.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
-		marks = append(marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds()})
+		marks = append(marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds(), Unscheduled: true})
 		if opts.Log != nil {
 			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
+		}
+	}
+	var storeNotes []string
+	if watch != nil {
+		end := min(time.Since(dr.t0), horizon)
+		storeNotes = watch.notes(end)
+		for i, o := range watch.outages {
+			until := o.until
+			if until == 0 {
+				until = end
+			}
+			applied = append(applied, check.Applied{At: int64(o.from), Kind: "store unreachable: " + o.why, Step: -1, Replica: -1})
+			marks = append(marks, report.Fault{Kind: report.KindStoreUnreachable, Label: fmt.Sprintf("%s: redis unreachable", d.Name),
+				AtS: ms(o.from), UntilS: ms(until), Unscheduled: true})
+			if opts.Log != nil && i < len(storeNotes) {
+				fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, o.from.Seconds(), storeNotes[i])
+			}
 		}
 	}
 	h.Faults = applied
@@ -452,6 +516,10 @@ loop:
 		HTTP:              &m,
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
+	row.Notes = append(row.Notes, storeNotes...)
+	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
+		row.Notes = append(row.Notes, "store_bytes counts every stormsim event stream in the Redis given by --redis-url, other designs' and earlier runs' included")
+	}
 	switch {
 	case sampler != nil && sampler.measured:
 		sampler.fill(row.Series.StoreBytes)
@@ -475,12 +543,22 @@ loop:
 	return row, h, res, marks, nil
 }
 
-// readLogs reads every replica's production log in dir.
-func readLogs(dir string, t0 time.Time) ([]check.Produced, error) {
+// replicaLogLine is one of go-redis's own log lines that a replica wrote
+// to its production log.
+type replicaLogLine struct {
+	slot int
+	at   time.Duration // from t0
+	msg  string
+}
+
+// readLogs reads every replica's production log in dir: the events
+// produced, and go-redis's log lines.
+func readLogs(dir string, t0 time.Time) ([]check.Produced, []replicaLogLine, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "replica-*.jsonl"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var lines []replicaLogLine
 	sort.Strings(files)
 	var out []check.Produced
 	base := t0.UnixNano()
@@ -489,7 +567,7 @@ func readLogs(dir string, t0 time.Time) ([]check.Produced, error) {
 		fmt.Sscanf(filepath.Base(f), "replica-%d.jsonl", &slot)
 		fh, err := os.Open(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -500,9 +578,14 @@ func readLogs(dir string, t0 time.Time) ([]check.Produced, error) {
 				Index   int32  `json:"index"`
 				TNS     int64  `json:"t_ns"`
 				Start   bool   `json:"start"`
+				GoRedis string `json:"go_redis"`
 			}
 			if json.Unmarshal(sc.Bytes(), &rec) != nil {
 				continue // a line cut short by SIGKILL
+			}
+			if rec.GoRedis != "" {
+				lines = append(lines, replicaLogLine{slot: slot, at: time.Duration(rec.TNS - base), msg: rec.GoRedis})
+				continue
 			}
 			c, k, a, ok := check.ParseToken(rec.Token)
 			if !ok {
@@ -513,10 +596,42 @@ func readLogs(dir string, t0 time.Time) ([]check.Produced, error) {
 		}
 		fh.Close()
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f, err)
+			return nil, nil, fmt.Errorf("reading %s: %w", f, err)
 		}
 	}
-	return out, nil
+	return out, lines, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// storeFaultsRefused refuses a scenario that would stop or restart a Redis
+// stormsim did not start (--redis-url), before anything runs.
+func storeFaultsRefused(sc *scenario.Scenario, designs []*scenario.Design) error {
+	uses := false
+	for _, d := range designs {
+		if d.Own == nil && (d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared) {
+			uses = true
+		}
+	}
+	if !uses {
+		return nil
+	}
+	for i, f := range sc.Faults {
+		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
+			return fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url, which stormsim never does: run without --redis-url to fault a private redis-server", i, k)
+		}
+	}
+	return nil
 }
 
 // vegetaResults turns every recorded request into a vegeta Result.

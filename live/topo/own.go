@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -72,7 +73,7 @@ const shellChars = "|&;<>()$`\\\"'*?[]#~=%!{}\n"
 // ownCommand builds the command that starts an own server's replica for
 // slot on port. A plain command line is run directly, so that the process
 // stormsim starts is the server itself (it dies with stormsim through
-// Pdeathsig); anything with shell syntax is run by /bin/sh. Either way it
+// Pdeathsig, see package child); anything with shell syntax is run by /bin/sh. Either way it
 // leads a process group of its own, which every stop signals whole.
 func ownCommand(o *scenario.OwnServer, dir string, slot, port int) *exec.Cmd {
 	line := strings.NewReplacer("{port}", strconv.Itoa(port), "{replica}", strconv.Itoa(slot)).Replace(o.Command)
@@ -93,7 +94,7 @@ func ownCommand(o *scenario.OwnServer, dir string, slot, port int) *exec.Cmd {
 		v := strings.NewReplacer("{port}", strconv.Itoa(port), "{replica}", strconv.Itoa(slot)).Replace(o.Env[k])
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // and Pdeathsig: child.Start
 	return cmd
 }
 
@@ -128,7 +129,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 			cmd.Stdout, cmd.Stderr = multi{out, f}, multi{out, f}
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(cmd); err != nil {
 		return fmt.Errorf("topo: replica %d: starting %q: %w", slot, o.Command, err)
 	}
 	pid := cmd.Process.Pid
@@ -323,11 +324,11 @@ func RunHook(ctx context.Context, dir, command string, env []string) (string, er
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 2 * time.Second // a descendant that left the group and holds the output cannot hold the run
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // and Pdeathsig: child.Start
+	cmd.WaitDelay = 2 * time.Second                       // a descendant that left the group and holds the output cannot hold the run
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(cmd); err != nil {
 		return "", err
 	}
 	pid := cmd.Process.Pid

@@ -32,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -73,6 +74,10 @@ type Topology struct {
 	rdb     *redis.Client  // for StoreBytes; made on first use
 	exits   []Exit         // own-server replicas that ended when nobody stopped them
 	closing bool
+	// storeGen counts the scheduled store fault steps begun and ended;
+	// storeHeld is true while one holds the store down (see StoreFault).
+	storeGen  uint64
+	storeHeld bool
 }
 
 // Start brings the topology up: Redis if needed, every replica, the LB.
@@ -185,13 +190,12 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
 	}
 	cmd := exec.Command(t.opts.Bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := child.Start(cmd); err != nil {
 		return fmt.Errorf("topo: starting replica %d: %w", slot, err)
 	}
 	t.mu.Lock()
@@ -319,10 +323,20 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 		}
 		switch s.Kind {
 		case faults.StepStoreDown:
+			t.holdStore(true)
+			if !redisd.Alive(t.redis.PID()) {
+				return nil // it died unasked: down already, and the store watcher says so
+			}
 			return t.redis.Stop()
 		case faults.StepStoreUp:
+			defer t.holdStore(false)
+			if !redisd.Alive(t.redis.PID()) {
+				return nil
+			}
 			return t.redis.Cont()
 		default:
+			t.holdStore(true)
+			defer t.holdStore(false)
 			old := t.redis.PID()
 			err := t.redis.Restart(ctx)
 			t.mu.Lock()
@@ -338,6 +352,28 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 	}
 	return nil
 }
+
+// holdStore records a scheduled store fault step beginning (held) or ending.
+func (t *Topology) holdStore(held bool) {
+	t.mu.Lock()
+	t.storeGen++
+	t.storeHeld = held
+	t.mu.Unlock()
+}
+
+// StoreFault tells a watcher of the store whether a scheduled fault
+// (store-outage, store-restart) holds it down now, and how many store fault
+// steps have begun or ended so far: a store that does not answer while
+// held, or across a change of gen, is the schedule at work, not a fault.
+func (t *Topology) StoreFault() (gen uint64, held bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.storeGen, t.storeHeld
+}
+
+// RedisAddr is the Redis the design's replicas use, as given (host:port or
+// a redis:// URL); empty when the design uses none.
+func (t *Topology) RedisAddr() string { return t.raddr }
 
 // Close stops the LB, kills every replica and the Redis it started, and
 // waits until none of them is alive.
