@@ -32,7 +32,7 @@ plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the lo
 
 # make agree: the simulator against the live engine on the same seed; exit 98 where they disagree.
 # Two branches run at once, so that the samples are large enough (one standard error of each compared
-# fraction at most a third of its tolerance) within 5 minutes: live-smoke twice (--repeat 2, 300 clients,
+# fraction at most a third of its tolerance) within 5 minutes: live-smoke twice (--seeds 2, 300 clients,
 # random drops every 3 s), and crash (its fault stays at 120 s; 200 clients, 3 designs) then round-robin
 # (no faults, so it runs shortened) twice. Their expect tables are sized for the scenarios as written,
 # so these runs judge agreement only.
@@ -43,14 +43,14 @@ agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md
 	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep 'rows outside' $(OUT)/$$s/latest/agreement.md; done
 
 agree-live-smoke:
-	./$(BIN) run live-smoke --engine both --repeat 2 --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) \
+	./$(BIN) run live-smoke --engine both --seeds 2 --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) \
 		--set workload.clients=300 --set workload.arrival_rate=150 --set workload.drop_every=3s $(ARGS)
 
 agree-crash-round-robin:
 	./$(BIN) run crash --engine both --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
 		--set duration=135s --set drain=5s --set workload.clients=200 --set workload.arrival_rate=50 \
 		--set 'designs=["memory-sticky","redis-events","redis-shared"]' $(ARGS)
-	./$(BIN) run round-robin --engine both --repeat 2 --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
+	./$(BIN) run round-robin --engine both --seeds 2 --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
 		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
 
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model

@@ -108,8 +108,8 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"run", "steady", "--file", shipped, "--designs", "nope", "--out", dir}, `no design "nope"`},
 		{[]string{"run", "steady", "--file", shipped, "--set", "workload.clients=-4", "--out", dir}, "--set workload.clients: -4 is not in 1..10000000"},
 		{[]string{"run", "steady", "--file", shipped, "--engine", "warp"}, `--engine "warp"`},
-		{[]string{"run", "steady", "--file", shipped, "--repeat", "2"}, "--repeat is for --engine both"},
-		{[]string{"run", "steady", "--file", shipped, "--engine", "both", "--repeat", "0"}, "--repeat 0 is not within 1..100"},
+		{[]string{"run", "steady", "--file", shipped, "--engine", "both", "--repeat", "0"}, "--seeds 0 is not within 1..100"},
+		{[]string{"run", "steady", "--file", shipped, "--seeds", "101"}, "--seeds 101 is not within 1..100"},
 		{[]string{"validate", "a.toml", "b.toml"}, "want at most one FILE"},
 	}
 	for _, c := range cases {

@@ -69,7 +69,8 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table (it is sized for the scenario as written, not for --set changes)")
 	fs.StringVar(&f.target, "target", "", "aim the live clients at this MCP `URL`, a server stormsim does not control (--set server.url=URL); faults that need its processes are refused")
 	fs.StringVar(&f.redisURL, "redis-url", "", "live engine: use this Redis (`URL`: redis://host:port/db or host:port) for the Redis designs instead of a private redis-server; stormsim never stops or restarts it, so store faults are refused")
-	fs.IntVar(&f.repeat, "repeat", 1, "with --engine both: run each engine `N` times, on seeds seed..seed+N-1, and compare the pooled counts (repeat-<i>/sim and repeat-<i>/live hold each run)")
+	fs.IntVar(&f.repeat, "seeds", 0, "run `N` seeds, seed..seed+N-1, on each engine: report.json holds each design's metrics at every seed with their mean and 95% interval (over_seeds), the table shows the means, seed-<S>/ holds each run; with --engine both, agreement compares the pooled counts (default: the expect table's seeds, else 1)")
+	fs.IntVar(&f.repeat, "repeat", 0, "the same as --seeds (`N`)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -80,11 +81,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if f.engine != "sim" && f.engine != "live" && f.engine != "both" {
 		return usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
 	}
-	if f.repeat < 1 || f.repeat > 100 {
-		return usagef("run: --repeat %d is not within 1..100", f.repeat)
-	}
-	if f.repeat > 1 && f.engine != "both" {
-		return usagef("run: --repeat is for --engine both")
+	seedsGiven := visited(fs, "seeds") || visited(fs, "repeat")
+	if seedsGiven && (f.repeat < 1 || f.repeat > 100) {
+		return usagef("run: --seeds %d is not within 1..100", f.repeat)
 	}
 	if visited(fs, "parallel") && f.parallel < 1 {
 		return usagef("run: --parallel %d: want at least 1 (leave it out for the default)", f.parallel)
@@ -137,6 +136,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if _, err := sc.Select(designs); err != nil {
 		return usageError{err}
+	}
+	if !seedsGiven {
+		f.repeat = max(1, sc.ExpectSeeds)
 	}
 	engines := []string{f.engine}
 	if f.engine == "both" {
@@ -196,7 +198,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 				prefix = engine + "/" // --engine both: one folder per engine
 			}
 			if f.repeat > 1 {
-				prefix = fmt.Sprintf("repeat-%d/%s", r, prefix)
+				prefix = fmt.Sprintf("seed-%d/%s", sc.Seed+uint64(r), prefix)
 			}
 			esc := rsc
 			if engine == "sim" {
@@ -239,6 +241,25 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		all[engine] = append(all[engine], rep)
 	}
 	doneProgress()
+	// Over several seeds, each engine's top report is its first seed's
+	// run with every seed's metrics attached (over_seeds).
+	tops := map[string]*report.Report{}
+	if f.repeat > 1 {
+		for _, engine := range engines {
+			top := *all[engine][0]
+			top.OverSeeds = report.Over(all[engine])
+			tops[engine] = &top
+			prefix := ""
+			if len(engines) > 1 {
+				prefix = engine + "/"
+			}
+			ef, err := top.Files()
+			if err != nil {
+				return err
+			}
+			files[prefix+"report.json"], files[prefix+"summary.md"] = ef["report.json"], ef["summary.md"]
+		}
+	}
 	var agreement *agree.Agreement
 	if len(engines) > 1 {
 		agreement = agree.CompareRepeats(all["sim"], all["live"], agree.TolerancesOf(sc))
@@ -256,7 +277,16 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	var failed []expect.Result
+	if f.repeat > 1 {
+		var err error
+		if failed, err = reportSeeds(env, &f, sc, engines, tops, all, dir); err != nil {
+			return err
+		}
+	}
 	for i, jb := range jobs {
+		if f.repeat > 1 {
+			break // reported over the seeds
+		}
 		engine := jb.engine
 		rep := all[engine][i/len(engines)]
 		var results []expect.Result
@@ -294,6 +324,50 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		return &expect.Breach{Failed: failed}
 	}
 	return nil
+}
+
+// reportSeeds prints each engine's table over the seeds and judges the
+// thresholds: on the means when the scenario's expect table asks for
+// seeds, else at every seed. It returns the failed checks.
+func reportSeeds(env *Env, f *runFlags, sc *scenario.Scenario, engines []string, tops map[string]*report.Report, all map[string][]*report.Report, dir string) ([]expect.Result, error) {
+	var failed []expect.Result
+	for _, engine := range engines {
+		top := tops[engine]
+		var results []expect.Result
+		how := fmt.Sprintf("at each of the %d seeds", f.repeat)
+		if !f.noThresh {
+			if sc.ExpectSeeds > 1 {
+				results = expect.Evaluate(top, sc.Expect)
+				how = fmt.Sprintf("on the means over %d seeds", f.repeat)
+				if f.repeat != sc.ExpectSeeds {
+					how += fmt.Sprintf(" (the scenario's expect table asks for %d)", sc.ExpectSeeds)
+				}
+			} else {
+				for _, r := range all[engine] {
+					results = append(results, expect.Evaluate(r, sc.Expect)...)
+				}
+			}
+		}
+		failed = append(failed, expect.Failed(results)...)
+		if f.quiet {
+			continue
+		}
+		if len(engines) > 1 {
+			fmt.Fprintln(env.Stdout)
+		}
+		if err := top.WriteSeedTable(env.Stdout); err != nil {
+			return nil, err
+		}
+		sub := dir
+		if len(engines) > 1 {
+			sub = filepath.Join(dir, engine)
+		}
+		fmt.Fprintf(env.Stdout, "\nreport: %s (each seed's run in %s)\n", filepath.Join(sub, "report.json"), filepath.Join(dir, "seed-<S>"))
+		if len(results) > 0 {
+			fmt.Fprintf(env.Stdout, "thresholds: %d checked %s, %d failed\n", len(results), how, len(expect.Failed(results)))
+		}
+	}
+	return failed, nil
 }
 
 // runEngine runs sc on one engine and returns its report and the extra

@@ -49,16 +49,26 @@ func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // Evaluate checks every threshold against every design it applies to that
 // the report holds. A metric with no value fails ("n/a") unless the check
-// allows it to be empty.
+// allows it to be empty. A report over several seeds (OverSeeds) is judged
+// on each metric's mean over them.
 func Evaluate(r *report.Report, checks []scenario.Check) []Result {
 	var out []Result
 	for _, d := range r.Designs {
+		metric := d.Metric
+		if r.OverSeeds != nil {
+			metric = func(m string) (*float64, bool) {
+				if d.IsUnknown(m) && report.IsMetric(m) {
+					return nil, true
+				}
+				return r.OverSeeds.Mean(d.Name, m)
+			}
+		}
 		for _, c := range checks {
 			if c.Design != "" && c.Design != d.Name {
 				continue
 			}
 			res := Result{Scenario: r.Scenario, Design: d.Name, Metric: c.Metric, Op: c.Op, Bound: c.Bound}
-			v, ok := d.Metric(c.Metric)
+			v, ok := metric(c.Metric)
 			switch {
 			case !ok:
 				res.Pass = false

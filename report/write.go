@@ -138,8 +138,13 @@ func humanBytes(b int64) string {
 // WriteTable prints the design table for a terminal.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s (seed %d, %s engine)\n", r.Scenario, r.Seed, r.Engine)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head, rows := r.TableRows()
+	return writeTab(w, head, rows)
+}
+
+// writeTab prints a table right-aligned in columns.
+func writeTab(w io.Writer, head []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, row := range rows {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -159,16 +164,16 @@ func (r *Report) Markdown() []byte {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("## Designs\n\n")
+	if o := r.OverSeeds; o != nil {
+		fmt.Fprintf(&b, "## Over %d seeds (%s)\n\nThe mean of each metric ± the half-width of its 95%% interval; every seed's value is in report.json's over_seeds.\n\n", len(o.Seeds), seedRange(o.Seeds))
+		head, rows := o.SeedTableRows()
+		mdTable(&b, head, rows)
+		fmt.Fprintf(&b, "\n## Designs at seed %d\n\n", r.Seed)
+	} else {
+		b.WriteString("## Designs\n\n")
+	}
 	head, rows := r.TableRows()
-	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
-	for range head {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-	}
+	mdTable(&b, head, rows)
 	notes := false
 	for _, n := range r.Notes {
 		if !notes {
@@ -321,4 +326,16 @@ func StageDir(dir string, files map[string][]byte) (string, error) {
 		return "", fmt.Errorf("report: %w", err)
 	}
 	return tmp, nil
+}
+
+// mdTable writes a Markdown table.
+func mdTable(b *bytes.Buffer, head []string, rows [][]string) {
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
+	for range head {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -544,6 +545,15 @@ func (ld *loader) expect(where string, raw map[string]any, s *Scenario) []Check 
 	var names []string
 	for _, d := range s.Designs {
 		names = append(names, d.Name)
+	}
+	if v, ok := raw["seeds"]; ok {
+		n, isInt := v.(int64)
+		if !isInt || n < 1 || n > 100 {
+			ld.errorf(where+".seeds", "%v is not a whole number of seeds in 1..100", v)
+		}
+		s.ExpectSeeds = int(n)
+		raw = maps.Clone(raw)
+		delete(raw, "seeds")
 	}
 	var checks []Check
 	ld.expectTable(where, "", raw, names, &checks)

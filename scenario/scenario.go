@@ -40,6 +40,11 @@ type Scenario struct {
 	// Expect holds the thresholds a run must meet; not part of the
 	// scenario's hash, since they judge a run rather than shape it.
 	Expect []Check `json:"-"`
+	// ExpectSeeds, when above 1, makes Expect judge the mean of each
+	// metric over that many seeds (seed, seed+1, ...) instead of one run:
+	// for values that spread too widely between seeds for a useful bound
+	// on any one of them. A run of the scenario runs that many seeds.
+	ExpectSeeds int `json:"-"`
 	// Agreement holds the tolerances of --engine both, by AgreementKeys
 	// name; the defaults apply to the keys it lacks.
 	Agreement map[string]float64 `json:"-"`
