@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/live/child"
+	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/internal/wait"
 )
 
@@ -64,7 +65,7 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	s := &Server{opts: *opts, dir: opts.Dir}
 	if s.dir == "" {
-		d, err := os.MkdirTemp("", "stormsim-redis-")
+		d, err := tmpdir.Make("stormsim-redis-")
 		if err != nil {
 			return nil, fmt.Errorf("redisd: %w", err)
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
@@ -214,7 +215,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 // runDesign brings up the design's topology, storms it, tears it down and
 // judges the history.
 func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (report.Design, *check.History, []vegeta.Result, []report.Fault, error) {
-	logDir, err := os.MkdirTemp("", "stormsim-live-")
+	logDir, err := tmpdir.Make("stormsim-live-") // removed below; a SIGKILLed run's, by the next run
 	if err != nil {
 		return report.Design{}, nil, nil, nil, err
 	}

@@ -11,17 +11,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stormsim/stormsim/live/internal/tmpdir"
 )
 
 // dir is the folder Main made; Dir hands it to the tests.
 var dir string
 
 // Main builds ./cmd/stormsim of the module at root into a temporary
-// folder, sets *bin to it, runs the tests and removes the folder. A build
-// failure prints the compiler's output and exits 2.
+// folder, sets *bin to it, runs the tests and removes the folder (a test
+// binary killed first, by go test's timeout say, leaves it to the next
+// one's tmpdir.Make). A build failure prints the compiler's output and
+// exits 2.
 func Main(m *testing.M, root string, bin *string) {
 	var err error
-	dir, err = os.MkdirTemp("", "stormsim-test-")
+	dir, err = tmpdir.Make("stormsim-test-")
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(2)
