@@ -24,15 +24,15 @@ const Version = "0.1.0"
 
 // Report is one run of one scenario: every design side by side.
 type Report struct {
-	Schema          int      `json:"schema"`
-	StormsimVersion string   `json:"stormsim_version"`
-	Scenario        string   `json:"scenario"`
-	Description     string   `json:"description"`
-	ScenarioHash    string   `json:"scenario_hash"`
-	Engine          string   `json:"engine"`
-	Seed            uint64   `json:"seed"`
-	DurationS       float64  `json:"duration_s"`
-	Faults          []Fault  `json:"faults"`
+	Schema          int     `json:"schema"`
+	StormsimVersion string  `json:"stormsim_version"`
+	Scenario        string  `json:"scenario"`
+	Description     string  `json:"description"`
+	ScenarioHash    string  `json:"scenario_hash"`
+	Engine          string  `json:"engine"`
+	Seed            uint64  `json:"seed"`
+	DurationS       float64 `json:"duration_s"`
+	Faults          []Fault `json:"faults"`
 	// Notes are warnings about the run as a whole: settings that loaded
 	// but probably do not mean what they say, or a run too large for the
 	// machine. A design's own notes are in its row.
