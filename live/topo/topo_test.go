@@ -18,6 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/internal/testbin"
+	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -64,11 +65,12 @@ func connect(t *testing.T, top *Topology, progress *atomic.Int64) *mcp.ClientSes
 	c := mcp.NewClient(&mcp.Implementation{Name: "stormsim-test", Version: "0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	limit := wait.For(wait.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: top.Endpoint()}, nil)
 	if err != nil {
-		t.Fatalf("go-sdk client: connect: %v", err)
+		t.Fatalf("go-sdk client: waited up to %v to connect through the LB at %s: %v", limit, top.Endpoint(), err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
