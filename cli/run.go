@@ -248,6 +248,13 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		for _, engine := range engines {
 			top := *all[engine][0]
 			top.OverSeeds = report.Over(all[engine])
+			for _, o := range sc.Orderings {
+				for _, than := range o.Than {
+					if top.Design(o.Lower) != nil && top.Design(than) != nil {
+						top.OverSeeds.Orderings = append(top.OverSeeds.Orderings, top.OverSeeds.Order(o.Metric, o.Lower, than))
+					}
+				}
+			}
 			tops[engine] = &top
 			prefix := ""
 			if len(engines) > 1 {
@@ -357,6 +364,12 @@ func reportSeeds(env *Env, f *runFlags, sc *scenario.Scenario, engines []string,
 		}
 		if err := top.WriteSeedTable(env.Stdout); err != nil {
 			return nil, err
+		}
+		if ors := top.OverSeeds.Orderings; len(ors) > 0 {
+			fmt.Fprintf(env.Stdout, "\norderings over %s:\n", plural(len(top.OverSeeds.Seeds), "seed"))
+			for _, o := range ors {
+				fmt.Fprintf(env.Stdout, "  %s\n", o)
+			}
 		}
 		sub := dir
 		if len(engines) > 1 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
 )
 
 // Issue 17, acceptance 5: the same seeds give the same bytes with --seeds,
@@ -119,3 +120,97 @@ func TestExpectSeedsJudgesTheMean(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Issue 17, acceptance 2: every ordering docs/measurements.md states for
+// thundering-herd over 20 seeds is what a run over those seeds prints now.
+// (A long test: make test-long.)
+func TestOrderingsAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/measurements.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, found := strings.Cut(string(doc), "<!-- begin orderings ")
+	sec, _, _ = strings.Cut(sec, "<!-- end orderings -->")
+	var claims []string
+	for line := range strings.Lines(sec) {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && strings.Contains(c, " seeds") && !strings.HasPrefix(c, "date:") {
+			claims = append(claims, c)
+		}
+	}
+	if !found || len(claims) == 0 {
+		t.Fatal("docs/measurements.md has no orderings section: run make orderings")
+	}
+	if !strings.Contains(sec, "--seeds 20") {
+		t.Fatalf("the orderings section was not measured over 20 seeds:\n%s", sec)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runArgs(t, context.Background(), "run", "thundering-herd", "--file", shipped, "--seeds", "20", "--no-charts", "--no-thresholds", "--out", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, c := range claims {
+		if !strings.Contains(stdout, "  "+c+"\n") {
+			t.Errorf("docs/measurements.md says %q; the run printed:\n%s", c, stdout[strings.Index(stdout, "orderings over"):])
+		}
+	}
+	r, err := report.Read(filepath.Join(out, "thundering-herd", "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.OverSeeds.Orderings); got != len(claims) {
+		t.Errorf("report.json holds %d orderings, the docs %d", got, len(claims))
+	}
+}
+
+// sweepSeeds runs nightly at each seed over the scenarios named (every
+// shipped one when none), and fails on any threshold that does not hold.
+// At the baselines' seed the baselines are compared too; at the others
+// nightly skips them and judges thresholds only (exit 0 when they hold).
+func sweepSeeds(t *testing.T, seeds []int, scenarios string) {
+	t.Helper()
+	for _, s := range seeds {
+		args := []string{"nightly", "--file", shipped, "--baselines", shippedBaselines, "--out", t.TempDir(), "--quiet", "--set", fmt.Sprintf("seed=%d", s)}
+		if scenarios != "" {
+			args = append(args, "--scenarios", scenarios)
+		}
+		code, stdout, stderr := runArgs(t, context.Background(), args...)
+		if code != ExitOK {
+			var lines []string
+			for line := range strings.Lines(stdout) {
+				if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "  note: ") {
+					lines = append(lines, strings.TrimSpace(line))
+				}
+			}
+			t.Errorf("nightly --set seed=%d: exit %d\n  %s\n%s", s, code, strings.Join(lines, "\n  "), stderr)
+		}
+	}
+}
+
+// Issue 17, acceptance 1: every threshold of every shipped scenario holds
+// at every seed from 1 to 30 and at 42, and nightly --set seed=S exits 0
+// for each. (A long test: make test-long.)
+func TestThresholdsAtEverySeed(t *testing.T) {
+	var seeds []int
+	for s := 1; s <= 30; s++ {
+		seeds = append(seeds, s)
+	}
+	sweepSeeds(t, append(seeds, 42), "")
+}
+
+// The reduced sweep make test keeps: seeds 1 to 3 of every shipped scenario
+// but thundering-herd, which costs more than all the others together and
+// is swept in make test-long.
+func TestThresholdsAtFewSeeds(t *testing.T) {
+	t.Parallel()
+	f, err := scenario.Load(shipped, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range f.Names() {
+		if n != "thundering-herd" {
+			names = append(names, n)
+		}
+	}
+	sweepSeeds(t, []int{1, 2, 3}, strings.Join(names, ","))
+}

@@ -18,6 +18,9 @@ import (
 type OverSeeds struct {
 	Seeds   []uint64     `json:"seeds"`
 	Designs []SeedDesign `json:"designs"`
+	// Orderings are the scenario's claims about designs, each with how
+	// often it held.
+	Orderings []OrderingResult `json:"orderings,omitempty"`
 }
 
 // SeedDesign is one design's metrics over the seeds, by metric name.
@@ -191,4 +194,56 @@ func seedRange(seeds []uint64) string {
 		s = append(s, strconv.FormatUint(x, 10))
 	}
 	return strings.Join(s, ",")
+}
+
+// OrderingResult is how often one design's metric was lower than
+// another's over the seeds. A seed where a design has no value counts it
+// as the higher (for the time to recover: it never recovered).
+type OrderingResult struct {
+	Metric string `json:"metric"`
+	Lower  string `json:"lower"`
+	Higher string `json:"higher"`
+	// Holds counts the seeds where Lower's value was below Higher's, Ties
+	// those where they were equal, Seeds every seed compared.
+	Holds int `json:"holds"`
+	Ties  int `json:"ties"`
+	Seeds int `json:"seeds"`
+}
+
+func (o OrderingResult) String() string {
+	s := fmt.Sprintf("%s: %s below %s in %d of %d seeds", o.Metric, o.Lower, o.Higher, o.Holds, o.Seeds)
+	if o.Ties > 0 {
+		s += fmt.Sprintf(" (%d equal)", o.Ties)
+	}
+	return s
+}
+
+// Order counts the seeds where design lower's metric was below higher's.
+func (o *OverSeeds) Order(metric, lower, higher string) OrderingResult {
+	res := OrderingResult{Metric: metric, Lower: lower, Higher: higher, Seeds: len(o.Seeds)}
+	vals := func(name string) []*float64 {
+		for _, d := range o.Designs {
+			if d.Name == name {
+				return d.Metrics[metric].Values
+			}
+		}
+		return nil
+	}
+	lv, hv := vals(lower), vals(higher)
+	at := func(vs []*float64, i int) float64 {
+		if i >= len(vs) || vs[i] == nil {
+			return math.Inf(1)
+		}
+		return *vs[i]
+	}
+	for i := range o.Seeds {
+		a, b := at(lv, i), at(hv, i)
+		switch {
+		case a < b:
+			res.Holds++
+		case a == b:
+			res.Ties++
+		}
+	}
+	return res
 }

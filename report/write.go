@@ -168,6 +168,12 @@ func (r *Report) Markdown() []byte {
 		fmt.Fprintf(&b, "## Over %d seeds (%s)\n\nThe mean of each metric ± the half-width of its 95%% interval; every seed's value is in report.json's over_seeds.\n\n", len(o.Seeds), seedRange(o.Seeds))
 		head, rows := o.SeedTableRows()
 		mdTable(&b, head, rows)
+		if len(o.Orderings) > 0 {
+			b.WriteString("\n### Orderings\n\n")
+			for _, or := range o.Orderings {
+				fmt.Fprintf(&b, "- %s\n", or)
+			}
+		}
 		fmt.Fprintf(&b, "\n## Designs at seed %d\n\n", r.Seed)
 	} else {
 		b.WriteString("## Designs\n\n")

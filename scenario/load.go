@@ -54,6 +54,7 @@ type scenarioOnly struct {
 	Faults    []toml.Primitive `toml:"faults"`
 	Expect    toml.Primitive   `toml:"expect"`
 	Agreement toml.Primitive   `toml:"agreement"`
+	Orderings []toml.Primitive `toml:"orderings"`
 }
 
 type designTop struct {
@@ -500,6 +501,34 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			s.Expect = ld.expect(scLayer.where+".expect", raw, s)
 		}
 	}
+	for i, p := range only.Orderings {
+		where := fmt.Sprintf("%s.orderings[%d]", scLayer.where, i)
+		var keys map[string]any
+		ld.decode(scLayer, p, &keys)
+		for _, k := range sortedKeys(keys) {
+			if !slices.Contains([]string{"metric", "lower", "than"}, k) {
+				ld.errorf(where, "%s: unknown key (valid: metric, lower, than)", k)
+			}
+		}
+		var o Ordering
+		ld.decode(scLayer, p, &o)
+		if !report.IsMetric(o.Metric) {
+			ld.errorf(where+".metric", "%q is not a metric (metrics: %s)", o.Metric, strings.Join(report.MetricNames(), ", "))
+		}
+		runs := func(d string) bool { return slices.ContainsFunc(s.Designs, func(x Design) bool { return x.Name == d }) }
+		if !runs(o.Lower) {
+			ld.errorf(where+".lower", "%q is not a design of this scenario", o.Lower)
+		}
+		if len(o.Than) == 0 {
+			ld.errorf(where+".than", "want the designs %q is claimed to be lower than", o.Lower)
+		}
+		for _, d := range o.Than {
+			if !runs(d) || d == o.Lower {
+				ld.errorf(where+".than", "%q is not another design of this scenario", d)
+			}
+		}
+		s.Orderings = append(s.Orderings, o)
+	}
 	if scLayer.defined("agreement") {
 		var raw map[string]any
 		ld.decode(scLayer, only.Agreement, &raw)
@@ -902,7 +931,7 @@ func validKeys(parent []string, setLayer bool) []string {
 		if parent[1] == "_" { // a --set layer overrides keys, not the schedule or the thresholds
 			return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
 		}
-		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect")
+		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect", "agreement", "orderings")
 	case len(parent) == 2 && parent[0] == "design":
 		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)
 	case len(parent) >= 2:

@@ -45,6 +45,9 @@ type Scenario struct {
 	// for values that spread too widely between seeds for a useful bound
 	// on any one of them. A run of the scenario runs that many seeds.
 	ExpectSeeds int `json:"-"`
+	// Orderings are claims that one design's metric is lower than
+	// others': a run over several seeds reports how often each holds.
+	Orderings []Ordering `json:"-"`
 	// Agreement holds the tolerances of --engine both, by AgreementKeys
 	// name; the defaults apply to the keys it lacks.
 	Agreement map[string]float64 `json:"-"`
@@ -52,6 +55,15 @@ type Scenario struct {
 	// (each names the file and key); the engines copy them into the
 	// report's notes. Not part of the scenario's hash.
 	Warnings []string `json:"-"`
+}
+
+// Ordering claims that design Lower has a lower Metric than each design in
+// Than. A claim about designs is a claim about seeds: a run over several
+// seeds says in how many it held ([[scenario.NAME.orderings]]).
+type Ordering struct {
+	Metric string   `toml:"metric" json:"metric"`
+	Lower  string   `toml:"lower" json:"lower"`
+	Than   []string `toml:"than" json:"than"`
 }
 
 // Check is one threshold: Metric of Design (every design when empty) must be

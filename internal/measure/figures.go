@@ -21,11 +21,35 @@ func Figures(name string, out []byte, took time.Duration, agreementFiles []strin
 		return benchFigures(out)
 	case name == "agree":
 		return agreeFigures(agreementFiles)
+	case name == "orderings":
+		return orderingFigures(out)
 	case name == "test-time":
 		return fmt.Sprintf("`make test` passed in **%s** of wall time.\n", took.Round(time.Second)), nil
 	default:
 		return verbatim(out), nil
 	}
+}
+
+// orderingFigures keeps the orderings a run over seeds printed, one claim
+// a line ("metric: a below b in K of N seeds").
+func orderingFigures(out []byte) (string, error) {
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "orderings over "):
+			in = true
+		case in && strings.HasPrefix(line, "  "):
+			b.WriteString("- " + strings.TrimSpace(line) + "\n")
+		case in:
+			in = false
+		}
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("the run printed no orderings")
+	}
+	return b.String(), nil
 }
 
 // verbatim keeps a command's own summary as it printed it.

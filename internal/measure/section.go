@@ -81,6 +81,7 @@ var titles = map[string]string{
 	"agree":              "make agree: the simulator against the live engine",
 	"calibrate":          "make calibrate: the store model measured on a Redis",
 	"test-time":          "make test-time: how long make test takes",
+	"orderings":          "make orderings: how often each claim about the backoff variants holds",
 }
 
 // Title is the heading of a section.
