@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -133,6 +134,13 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		return fmt.Errorf("topo: replica %d: starting %q: %w", slot, o.Command, err)
 	}
 	pid := cmd.Process.Pid
+	// What the command starts in its group dies with stormsim too, even a
+	// SIGKILLed stormsim that cannot clean up: Pdeathsig reaches the
+	// command alone.
+	guard, gerr := child.GuardGroup(pid)
+	if gerr != nil {
+		guard = io.NopCloser(nil) // the group is gone already, or there is no /bin/sh: Close still kills it
+	}
 	done := make(chan struct{})
 	t.mu.Lock()
 	t.pids[pid] = true
@@ -172,6 +180,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 			t.mu.Lock()
 			t.groups = slices.DeleteFunc(t.groups, func(g int) bool { return g == pid })
 			t.mu.Unlock()
+			guard.Close() // its watchdog died with the group; this closes the pipe
 		}
 	}()
 
@@ -332,6 +341,9 @@ func RunHook(ctx context.Context, dir, command string, env []string) (string, er
 		return "", err
 	}
 	pid := cmd.Process.Pid
+	if guard, err := child.GuardGroup(pid); err == nil {
+		defer guard.Close()
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
