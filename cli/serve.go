@@ -62,7 +62,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&design, "design", "", "`design` to serve")
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free one)")
 	fs.StringVar(&redisAddr, "redis-url", "", "Redis `URL` (redis://host:port/db or host:port), for the Redis designs")
-	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty)")
+	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty); go-redis's own messages go there too, as {\"go_redis\": …} lines, instead of stderr")
 	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
 	fs.IntVar(&slot, "slot", 0, "this replica's slot")
 	fs.IntVar(&slots, "slots", 1, "number of slots, for hash-minted session ids")

@@ -12,6 +12,11 @@
 // holds its OS thread for the life of the process and never exits: the
 // signal comes when the process dies and not before.
 //
+// Pdeathsig reaches the child alone, not what it starts in turn (the
+// server `go run` builds, the processes of a shell line). For a child that
+// leads a process group of its own, GuardGroup adds a watchdog that kills
+// the whole group when this process dies.
+//
 //	cmd := exec.Command("redis-server", args...)
 //	if err := child.Start(cmd); err != nil { … }
 package child
