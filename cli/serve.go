@@ -208,8 +208,8 @@ func openLog(path string) (*os.File, error) {
 // logRedisTo sends go-redis's own log lines to the production log f, the
 // first 1000 of them, as {"go_redis": LINE, "t_ns": N} lines: the live
 // runner moves them to the run's log. Without a production log they go to
-// stderr. They go to f until the process ends: a line after f is closed is
-// lost, never printed.
+// stderr, as go-redis prints them. They go to f until the process ends: a
+// line after f is closed is lost, never printed.
 func logRedisTo(f *os.File) {
 	redislog.To(redislog.Capped(1000, func(msg string) {
 		line, _ := json.Marshal(map[string]any{"go_redis": msg, "t_ns": time.Now().UnixNano()})

@@ -1,8 +1,10 @@
 // Package redislog sends go-redis's own log lines (a failed dial, a pool
 // that gave up, which go-redis prints raw to stderr by default) to the
 // run's log instead of the terminal. go-redis has one logger per process;
-// this package installs one that hands each line to every sink registered
-// at that moment, and to stderr, as go-redis would, when there is none.
+// this package installs one, at the first To, that hands each line to every
+// sink registered at that moment. A line that comes when none is (from a
+// client of a run that has ended: go-redis dials in goroutines of its own,
+// which can outlive the client's Close) is dropped, not printed.
 //
 //	stop := redislog.To(func(msg string) { fmt.Fprintf(runLog, "go-redis: %s\n", msg) })
 //	defer stop()
@@ -11,8 +13,6 @@ package redislog
 import (
 	"context"
 	"fmt"
-	"log"
-	"os"
 	"strings"
 	"sync"
 
@@ -23,7 +23,6 @@ var (
 	install sync.Once
 	mu      sync.Mutex
 	sinks   []*sink // guarded by mu
-	stderr  = log.New(os.Stderr, "redis: ", log.LstdFlags)
 )
 
 type sink struct{ f func(msg string) }
@@ -37,10 +36,6 @@ func (logger) Printf(_ context.Context, format string, v ...any) {
 	msg := strings.TrimPrefix(strings.TrimRight(fmt.Sprintf(format, v...), "\n"), "redis: ")
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sinks) == 0 {
-		stderr.Print(msg)
-		return
-	}
 	for _, s := range sinks {
 		s.f(msg)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,7 +84,11 @@ func TestStoreKilled(t *testing.T) {
 	select {
 	case err := <-done:
 		done <- err
-		if err != nil {
+		// 97: the run fell behind its schedule (producers blocked on the
+		// dead or stopped store count as late), so it gives no verdict; it
+		// writes its report all the same, and that is what is checked here.
+		var exit *exec.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 97) {
 			t.Fatalf("stormsim run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 		}
 	case <-time.After(3 * time.Minute):
@@ -136,7 +141,7 @@ func TestStoreKilled(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^live redis-shared: [0-9.]+s: replica [01]: go-redis: `).Match(log) {
 		t.Errorf("live.log has no go-redis line from a replica:\n%s", firstLines(log, 20))
 	}
-	for _, bad := range []string{"redis: ", "go-redis", "dial tcp", "connection refused"} {
+	for _, bad := range []string{"redis: ", "go-redis", "dial tcp", "connection refused", "connection pool"} {
 		if strings.Contains(stderr.String(), bad) {
 			t.Errorf("stderr has %q; go-redis's lines belong in live.log:\n%s", bad, firstLines(stderr.Bytes(), 10))
 		}
