@@ -629,7 +629,7 @@ func storeFaultsRefused(sc *scenario.Scenario, designs []*scenario.Design) error
 	}
 	for i, f := range sc.Faults {
 		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
-			return fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url, which stormsim never does: run without --redis-url to fault a private redis-server", i, k)
+			return &RefusedError{fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url: %w; run without --redis-url to fault a private redis-server", i, k, topo.ErrNotOurs)}
 		}
 	}
 	return nil

@@ -14,6 +14,17 @@ import (
 	"github.com/stormsim/stormsim/live/topo"
 )
 
+// RefusedError is a run the live engine refuses before it starts anything,
+// for its input: a store fault on a Redis stormsim did not start. The CLI
+// exits 2 (ExitCode), as for any bad input.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// ExitCode is 2, the CLI's code for bad input.
+func (e *RefusedError) ExitCode() int { return 2 }
+
 // How the store watcher pings the design's Redis: often enough to date an
 // outage to a fraction of a second, with a timeout generous enough that a
 // Redis busy on a loaded machine is not taken for a dead one.

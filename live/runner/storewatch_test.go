@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
 )
 
@@ -174,8 +175,10 @@ func TestRedisURL(t *testing.T) {
 	}
 	url := "redis://" + srv.Addr() + "/0"
 	_, err = Run(context.Background(), sc, &Options{Bin: bin, File: file, RedisAddr: url})
-	if err == nil || !strings.Contains(err.Error(), `faults[0] (kind "store-outage")`) || !strings.Contains(err.Error(), "--redis-url") {
-		t.Fatalf("a store fault on a Redis stormsim did not start: got %v, want it refused, naming the fault and --redis-url", err)
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.ExitCode() != 2 || !errors.Is(err, topo.ErrNotOurs) ||
+		!strings.Contains(err.Error(), `faults[0] (kind "store-outage")`) || !strings.Contains(err.Error(), "--redis-url") {
+		t.Fatalf("a store fault on a Redis stormsim did not start: got %v, want it refused (exit 2), naming the fault and --redis-url", err)
 	}
 	if kids := childrenOf(os.Getpid()); len(kids) != 1 {
 		t.Errorf("children after the refusal: %v; want only the test's redis-server", kids)
