@@ -56,21 +56,25 @@ agree-crash-round-robin:
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
-# make test: lint first, then every package outside live/, then the race detector on the concurrent
-# packages and on every live/ test (real processes and sockets: they run once, raced). Every test
-# stage runs even when one fails, and make exits 2 at the end if any did. Its budget is 6 minutes
-# on a 2-core machine; the tests that do not fit (long real-time runs) are LONG_TESTS, which
-# make test-long runs.
+# make test: lint first; then every live/ test under the race detector (real processes, sockets
+# and timers: they run once, raced) in the background, while the rest runs beside it at a lower
+# CPU priority: every package outside live/, then the race detector on the concurrent ones. The
+# live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
+# starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
+# sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented)$$
 test: lint ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
-	stage $(GO) test -count=1 -skip '$(LONG_TESTS)' $$($(GO) list ./... | grep -v /live/); \
-	stage $(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/; \
-	stage $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
-	stage $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
-	stage $(GO) test -count=1 -race ./calibrate/; \
-	stage $(GO) test -count=1 -race -skip '$(LONG_TESTS)' ./live/...; \
+	live="$(GO) test -count=1 -race -skip $(LONG_TESTS) ./live/..."; \
+	echo "--- $$live (in the background)"; $$live & livepid=$$!; \
+	stage nice -n 10 $(GO) test -count=1 -skip '$(LONG_TESTS)' $$($(GO) list ./... | grep -v /live/); \
+	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/; \
+	stage nice -n 10 $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
+	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
+	stage nice -n 10 $(GO) test -count=1 -race ./calibrate/; \
+	wait $$livepid || { failed=$$((failed + 1)); echo "--- FAILED: $$live"; }; \
 	if [ $$failed -gt 0 ]; then echo "make test: $$failed stage(s) failed, each marked --- FAILED above"; exit 2; fi
 
 test-long: ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the agreement check, the threshold sweep over seeds 1-30 and 42, the documented orderings); the nightly workflow runs it
