@@ -549,8 +549,8 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 				ld.errorf(where, "%v is not a number", raw[k])
 				continue
 			}
-			if f <= 0 || (strings.HasSuffix(k, "_factor") && f < 1) {
-				ld.errorf(where, "%v must be above 0 (a factor at least 1)", f)
+			if f < 0 || (f == 0 && !strings.HasSuffix(k, "_rel")) || (strings.HasSuffix(k, "_factor") && f < 1) {
+				ld.errorf(where, "%v must be above 0 (a relative part at least 0, a factor at least 1)", f)
 				continue
 			}
 			s.Agreement[k] = f
@@ -564,9 +564,14 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 }
 
 // AgreementKeys are the tolerances [scenario.NAME.agreement] may set for
-// --engine both: absolute differences for the fractions and re-issues per
-// 100 calls, factors for replay latency and the store's peak size.
-var AgreementKeys = []string{"lost_fraction", "rate_404", "resumed_fraction", "reissued_per_100", "replay_latency_factor", "store_peak_factor"}
+// --engine both: per count row the absolute part (KEY) and the relative
+// part (KEY_rel) of max(abs, rel·|sim|); factors for replay latency and
+// the store's peak size.
+var AgreementKeys = []string{
+	"lost_fraction", "lost_fraction_rel", "http_404_per_100", "http_404_per_100_rel", "drops_resumed", "drops_resumed_rel",
+	"reissued_per_100", "reissued_per_100_rel", "failed_per_100", "failed_per_100_rel", "reconnects_per_call", "reconnects_per_call_rel",
+	"replay_latency_factor", "store_peak_factor",
+}
 
 // expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
 // for every design, and a table per design for that design alone.

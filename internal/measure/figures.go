@@ -140,15 +140,23 @@ func ratioMetric(m string) bool {
 	return strings.HasPrefix(m, "replay_") || strings.HasPrefix(m, "store_peak")
 }
 
-// agreeFigures summarises each agreement.json: rows, agreeing,
-// inconclusive and disagreeing rows, the largest difference as a share of
-// its tolerance, and the ranges of the live ÷ sim ratios.
+// maxInconclusive is the most inconclusive rows make agree accepts, as a
+// share of the rows that agree: a check whose rows are too small to judge
+// is no check, so its runs must be sized for it.
+const maxInconclusive = 0.10
+
+// agreeFigures summarises each agreement.json: its verdicts, the largest
+// difference as a share of its tolerance, and the ranges of the live ÷ sim
+// ratios; then the line over every run, "N agree, M disagree, K
+// inconclusive". It fails when the runs left more than maxInconclusive
+// of their agreeing rows' number inconclusive.
 func agreeFigures(files []string) (string, error) {
 	if len(files) == 0 {
 		return "", fmt.Errorf("no -agreement file given")
 	}
 	var b strings.Builder
-	b.WriteString("| scenario | repeats | rows | agree | inconclusive | disagree | largest difference, of its tolerance | replay latency, live ÷ sim | store peak, live ÷ sim |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | repeats | rows | agree | disagree | inconclusive | not compared | largest difference, of its tolerance | replay latency, live ÷ sim | store peak, live ÷ sim |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var total agree.Agreement
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -179,8 +187,15 @@ func agreeFigures(files []string) (string, error) {
 			}
 		}
 		reps := max(a.Repeats, 1)
-		agreeing := len(a.Rows) - a.Failed - a.Inconclusive
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", a.Scenario, reps, len(a.Rows), agreeing, a.Inconclusive, a.Failed, where, span(replay), span(store))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", a.Scenario, reps, len(a.Rows), a.Agreed, a.Failed, a.Inconclusive, a.NotCompared, where, span(replay), span(store))
+		total.Agreed += a.Agreed
+		total.Failed += a.Failed
+		total.Inconclusive += a.Inconclusive
+		total.NotCompared += a.NotCompared
+	}
+	fmt.Fprintf(&b, "\nOver every run: **%s**.\n", total.Summary())
+	if float64(total.Inconclusive) > maxInconclusive*float64(total.Agreed) {
+		return "", fmt.Errorf("%s: more than %.0f%% of %d are inconclusive; size the runs for a smaller standard error", total.Summary(), 100*maxInconclusive, total.Agreed)
 	}
 	return b.String(), nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/agree"
 )
 
 // Every section of docs/measurements.md names its date, its machine (CPU
@@ -153,5 +155,40 @@ func TestRunWritesOnSuccessOnly(t *testing.T) {
 	again, _ := os.ReadFile(file)
 	if !bytes.Equal(doc, again) {
 		t.Errorf("a failed command rewrote the section")
+	}
+}
+
+// The agree section counts each run's verdicts, ends with the line over
+// every run, and refuses runs that left too many rows inconclusive.
+func TestAgreeFigures(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, a *agree.Agreement) string {
+		p := filepath.Join(dir, name)
+		j, err := a.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, j, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	row := func(v string) agree.Row { return agree.Row{Design: "d", Metric: "lost_fraction", Verdict: v} }
+	rows := func(n int, v string) []agree.Row {
+		var out []agree.Row
+		for range n {
+			out = append(out, row(v))
+		}
+		return out
+	}
+	good := write("a.json", &agree.Agreement{Scenario: "a", Rows: append(rows(20, agree.Agree), row(agree.Inconclusive)), Agreed: 20, Inconclusive: 1})
+	got, err := agreeFigures([]string{good})
+	if err != nil || !strings.Contains(got, "Over every run: **20 agree, 0 disagree, 1 inconclusive**.") || !strings.Contains(got, "| a | 1 | 21 | 20 | 0 | 1 | 0 |") {
+		t.Errorf("%v\n%s", err, got)
+	}
+	bad := write("b.json", &agree.Agreement{Scenario: "b", Rows: append(rows(5, agree.Agree), rows(2, agree.Inconclusive)...), Agreed: 5, Inconclusive: 2})
+	if _, err := agreeFigures([]string{good, bad}); err == nil || !strings.Contains(err.Error(), "25 agree, 0 disagree, 3 inconclusive") {
+		t.Errorf("3 inconclusive of 25 agreeing rows passed: %v", err)
 	}
 }

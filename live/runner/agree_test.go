@@ -36,7 +36,7 @@ func TestAgreementBites(t *testing.T) {
 	}
 	failed := map[string]bool{}
 	for _, r := range a.Rows {
-		if !r.Pass {
+		if r.Verdict == agree.Disagree {
 			failed[r.Metric] = true
 		}
 	}

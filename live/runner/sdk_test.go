@@ -154,8 +154,8 @@ func testModelAgrees(t *testing.T, sc *scenario.Scenario, live *report.Report) {
 			continue
 		}
 		rows++
-		t.Logf("%s/%s: sim %s, live %s, n %d, pass %v", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.N, r.Pass)
-		if !r.Pass && !r.Inconclusive {
+		t.Logf("%s/%s: sim %s, live %s, n %d, %s", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.N, r.Verdict)
+		if r.Verdict == agree.Disagree {
 			t.Errorf("%s/%s: sim %s, live %s, tolerance %g (n %d)", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.Tolerance, r.N)
 		}
 	}
