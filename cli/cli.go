@@ -25,6 +25,7 @@ const (
 	ExitOK          = 0   // success; every threshold held
 	ExitError       = 1   // the run failed (I/O, an engine error)
 	ExitUsage       = 2   // a bad scenario file or bad arguments
+	ExitSaturated   = 97  // a live run's host was saturated: no verdict (wins over 98 and 99)
 	ExitThreshold   = 99  // a threshold in the scenario's expect table failed
 	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was written
 )
@@ -126,7 +127,7 @@ func topUsage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun 'stormsim <command> --help' for a command's flags, 'stormsim --version' for the version.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 run failed or a regression against a baseline, 2 bad scenario or arguments,")
-	fmt.Fprintln(w, "99 a threshold failed, 130 interrupted.")
+	fmt.Fprintln(w, "97 a live run's host was saturated (no verdict), 98 the engines disagree, 99 a threshold failed, 130 interrupted.")
 }
 
 // newFlags returns a flag set whose --help prints usage and the flags.

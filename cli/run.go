@@ -45,6 +45,7 @@ type runFlags struct {
 	repeat   int
 	target   string
 	redisURL string
+	noSat    bool
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
@@ -71,6 +72,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.redisURL, "redis-url", "", "live engine: use this Redis (`URL`: redis://host:port/db or host:port) for the Redis designs instead of a private redis-server; stormsim never stops or restarts it, so store faults are refused")
 	fs.IntVar(&f.repeat, "seeds", 0, "run `N` seeds, seed..seed+N-1, on each engine: report.json holds each design's metrics at every seed with their mean and 95% interval (over_seeds), the table shows the means, seed-<S>/ holds each run; with --engine both, agreement compares the pooled counts (default: the expect table's seeds, else 1)")
 	fs.IntVar(&f.repeat, "repeat", 0, "the same as --seeds (`N`)")
+	fs.BoolVar(&f.noSat, "no-saturation-check", false, "live engine: give a verdict even when the host fell behind the run's schedule (report.json's host block says host_saturated; without this flag such a run exits 97)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -255,6 +257,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 					}
 				}
 			}
+			for _, r := range all[engine] {
+				if r.Host != nil && r.Host.Saturated {
+					top.Host = r.Host // any seed saturated: the run as a whole was
+					break
+				}
+			}
 			tops[engine] = &top
 			prefix := ""
 			if len(engines) > 1 {
@@ -319,9 +327,16 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(results), len(expect.Failed(results)))
 		}
 	}
+	if !f.noSat {
+		// A saturated live run gives no verdict: exit 97, before a
+		// disagreement (98) or a threshold (99) is judged.
+		if err := saturated(all["live"], len(engines) > 1); err != nil {
+			return err
+		}
+	}
 	if agreement != nil {
 		if !f.quiet {
-			fmt.Fprintf(env.Stdout, "\nagreement: %d of %d rows within tolerance: %s\n", len(agreement.Rows)-agreement.Failed, len(agreement.Rows), filepath.Join(dir, "agreement.md"))
+			fmt.Fprintf(env.Stdout, "\nagreement: %s: %s\n", agreement.Summary(), filepath.Join(dir, "agreement.md"))
 		}
 		if agreement.Failed > 0 {
 			return &agree.Disagreement{A: agreement}
@@ -398,8 +413,12 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 		return nil, nil, err
 	}
 	var buf, logBuf bytes.Buffer
+	inject, err := injectedLateness()
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
 	out, err := runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
-		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf})
+		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf, InjectLateness: inject})
 	if err != nil {
 		return nil, nil, err
 	}

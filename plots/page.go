@@ -118,7 +118,8 @@ figcaption { color: #555; font-size: 0.9rem; }
 </head>
 <body>
 <h1>{{.R.Scenario}}</h1>
-<p class="description">{{.R.Description}}</p>
+{{with .R.SaturationBanner}}<p class="saturated" style="border: 2px solid #b00; background: #fee; padding: 0.5rem 1rem; font-weight: bold;">{{.}}</p>
+{{end}}<p class="description">{{.R.Description}}</p>
 <p class="meta">Engine <code>{{.R.Engine}}</code>, seed {{.R.Seed}}, {{.Duration}} s, scenario hash <code>{{.R.ScenarioHash}}</code>, stormsim {{.R.StormsimVersion}}.</p>
 
 <h2>Faults</h2>

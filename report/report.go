@@ -42,6 +42,63 @@ type Report struct {
 	// at each seed and their mean, range and 95% interval; the rest of the
 	// report is the first seed's run.
 	OverSeeds *OverSeeds `json:"over_seeds,omitempty"`
+	// Host, in a live report, is how well the machine kept to the run's
+	// schedule, and whether it was too busy for the run to mean anything.
+	Host *Host `json:"host,omitempty"`
+}
+
+// VerdictSaturated is Host.Verdict when the live engine fell behind its own
+// schedule by more than the bounds allow: the run gives no verdict.
+const VerdictSaturated = "host_saturated"
+
+// Host is how late the live engine ran against its own schedule: client
+// timers and scheduled drops, producers against their event schedule, the
+// Go scheduler, and the load generator's CPU.
+type Host struct {
+	Verdict   string   `json:"verdict"` // "ok" or VerdictSaturated
+	Saturated bool     `json:"host_saturated"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Advice    string   `json:"advice,omitempty"`
+	// TimerLatenessMS: client timers (think, backoff, call timeouts),
+	// random drops and fault steps, fired late by this much.
+	TimerLatenessMS Lateness `json:"timer_lateness_ms"`
+	// ProducerLatenessMS: each event produced this late against its call's
+	// schedule (start + index / event_rate), outside store faults.
+	ProducerLatenessMS Lateness `json:"producer_lateness_ms"`
+	// SchedLatencyMS: how long goroutines waited to run in the load
+	// generator (runtime/metrics /sched/latencies:seconds).
+	SchedLatencyMS Lateness `json:"sched_latency_ms"`
+	// LoadgenCPUCores is the load generator's CPU time over the run's
+	// wall time, in cores (of Cores).
+	LoadgenCPUCores float64 `json:"loadgen_cpu_cores"`
+	Cores           int     `json:"cores"`
+	LoadAverage     float64 `json:"load_average_1m,omitempty"` // at the end of the run
+	BoundsMS        struct {
+		TimerP99    float64 `json:"timer_p99"`
+		ProducerP99 float64 `json:"producer_p99"`
+		SchedP99    float64 `json:"sched_p99"`
+	} `json:"bounds_ms"`
+	// InjectedLatenessMS is lateness added to every timer sample on
+	// purpose (STORMSIM_INJECT_LATENESS, for tests); 0 in a real run.
+	InjectedLatenessMS float64 `json:"injected_lateness_ms,omitempty"`
+}
+
+// Lateness summarises how late something ran, in milliseconds.
+type Lateness struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// SaturationBanner is what the table, summary.md and report.html say
+// first when the host was saturated; "" when it was not.
+func (r *Report) SaturationBanner() string {
+	h := r.Host
+	if h == nil || !h.Saturated {
+		return ""
+	}
+	return "HOST SATURATED: this live run fell behind its own schedule (" + strings.Join(h.Reasons, "; ") + "), so its figures say more about the machine than about the design, and it gives no verdict. " + h.Advice
 }
 
 // Fault is one entry of the fault schedule, as charts mark it, or

@@ -137,6 +137,9 @@ func humanBytes(b int64) string {
 
 // WriteTable prints the design table for a terminal.
 func (r *Report) WriteTable(w io.Writer) error {
+	if b := r.SaturationBanner(); b != "" {
+		fmt.Fprintf(w, "%s\n\n", b)
+	}
 	fmt.Fprintf(w, "%s (seed %d, %s engine)\n", r.Scenario, r.Seed, r.Engine)
 	head, rows := r.TableRows()
 	return writeTab(w, head, rows)
@@ -155,7 +158,11 @@ func writeTab(w io.Writer, head []string, rows [][]string) error {
 // Markdown renders summary.md.
 func (r *Report) Markdown() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Scenario, r.Description)
+	fmt.Fprintf(&b, "# %s\n\n", r.Scenario)
+	if s := r.SaturationBanner(); s != "" {
+		fmt.Fprintf(&b, "> **%s**\n\n", s)
+	}
+	fmt.Fprintf(&b, "%s\n\n", r.Description)
 	fmt.Fprintf(&b, "Engine `%s`, seed %d, %g s, scenario hash `%s`, stormsim %s.\n\n", r.Engine, r.Seed, r.DurationS, r.ScenarioHash, r.StormsimVersion)
 	if len(r.Faults) > 0 {
 		b.WriteString("## Faults\n\n| # | kind | what | at (s) | until (s) |\n|---|---|---|---|---|\n")

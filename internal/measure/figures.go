@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stormsim/stormsim/agree"
+	"github.com/stormsim/stormsim/report"
 )
 
 // Figures extracts a section's figures from its command's standard output
@@ -155,7 +157,7 @@ func agreeFigures(files []string) (string, error) {
 		return "", fmt.Errorf("no -agreement file given")
 	}
 	var b strings.Builder
-	b.WriteString("| scenario | repeats | rows | agree | disagree | inconclusive | not compared | largest difference, of its tolerance | replay latency, live ÷ sim | store peak, live ÷ sim |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | repeats | rows | agree | disagree | inconclusive | not compared | largest difference, of its tolerance | replay latency, live ÷ sim | store peak, live ÷ sim | host: timers, producers, scheduler p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var total agree.Agreement
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -187,7 +189,8 @@ func agreeFigures(files []string) (string, error) {
 			}
 		}
 		reps := max(a.Repeats, 1)
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", a.Scenario, reps, len(a.Rows), a.Agreed, a.Failed, a.Inconclusive, a.NotCompared, where, span(replay), span(store))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s |\n", a.Scenario, reps, len(a.Rows), a.Agreed, a.Failed, a.Inconclusive, a.NotCompared, where, span(replay), span(store),
+			hostFigures(filepath.Join(filepath.Dir(f), "live", "report.json")))
 		total.Agreed += a.Agreed
 		total.Failed += a.Failed
 		total.Inconclusive += a.Inconclusive
@@ -198,6 +201,22 @@ func agreeFigures(files []string) (string, error) {
 		return "", fmt.Errorf("%s: more than %.0f%% of %d are inconclusive; size the runs for a smaller standard error", total.Summary(), 100*maxInconclusive, total.Agreed)
 	}
 	return b.String(), nil
+}
+
+// hostFigures is the host block of the live report beside an
+// agreement.json: the p99 lateness of timers, producers and the scheduler,
+// and the verdict when saturated.
+func hostFigures(path string) string {
+	r, err := report.Read(path)
+	if err != nil || r.Host == nil {
+		return "n/a"
+	}
+	h := r.Host
+	s := fmt.Sprintf("%s, %s, %s (load %s)", num(h.TimerLatenessMS.P99), num(h.ProducerLatenessMS.P99), num(h.SchedLatencyMS.P99), num(h.LoadAverage))
+	if h.Saturated {
+		s += " **" + report.VerdictSaturated + "**"
+	}
+	return s
 }
 
 func opt(v *float64) string {

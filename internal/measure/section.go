@@ -75,13 +75,14 @@ func ThisMachine() Machine {
 
 // titles are the headings of the sections the Makefile writes.
 var titles = map[string]string{
-	"bench":              "make bench: the simulator's speed",
-	"bench-live-store":   "make bench-live: Redis appends against redis-benchmark",
-	"bench-live-streams": "make bench-live: streams held, storm absorption, CPU per event",
-	"agree":              "make agree: the simulator against the live engine",
-	"calibrate":          "make calibrate: the store model measured on a Redis",
-	"test-time":          "make test-time: how long make test takes",
-	"orderings":          "make orderings: how often each claim about the backoff variants holds",
+	"bench":               "make bench: the simulator's speed",
+	"bench-live-store":    "make bench-live: Redis appends against redis-benchmark",
+	"bench-live-streams":  "make bench-live: streams held, storm absorption, CPU per event",
+	"agree":               "make agree: the simulator against the live engine",
+	"calibrate":           "make calibrate: the store model measured on a Redis",
+	"test-time":           "make test-time: how long make test takes",
+	"orderings":           "make orderings: how often each claim about the backoff variants holds",
+	"bench-host-lateness": "make host-lateness: how late an ordinary live run runs on this machine",
 }
 
 // Title is the heading of a section.

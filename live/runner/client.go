@@ -177,6 +177,7 @@ func (c *vclient) wait(ctx context.Context, until int64) (clients.Input, bool) {
 	case <-ctx.Done():
 		return clients.Input{}, false
 	case <-t.C:
+		c.d.host.timer(c.now() - until)
 		return clients.Input{Kind: kind}, true
 	}
 }
@@ -493,11 +494,12 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		for c.nextDrop <= now {
 			c.nextDrop += workload.Exp(&c.drops, mean)
 		}
-		t := time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0, gen) })
+		due := c.nextDrop
+		t := time.AfterFunc(time.Duration(due-now), func() { c.d.host.timer(c.d.now() - due); c.cut(cutRandom, 0, gen) })
 		defer t.Stop()
 	}
 	if to := c.timeoutAt(); to >= 0 {
-		t := time.AfterFunc(time.Duration(to-c.now()), func() { c.cut(cutTimeout, 0, gen) })
+		t := time.AfterFunc(time.Duration(to-c.now()), func() { c.d.host.timer(c.d.now() - to); c.cut(cutTimeout, 0, gen) })
 		defer t.Stop()
 	}
 	end := func() (int, time.Duration) {

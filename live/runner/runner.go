@@ -74,6 +74,12 @@ type Options struct {
 	// design. stormsim never stops or restarts it: a scenario with store
 	// faults is refused.
 	RedisAddr string
+	// InjectLateness is added to every lateness sample of the run (client
+	// timers, drops, fault steps, producers): a test hook that makes the
+	// host read as saturated, deterministically. 0 in a real run.
+	InjectLateness time.Duration
+
+	host *hostWatch // set by Run: the lateness of this run
 }
 
 // maxRedisLogLines is how many of go-redis's own log lines a run's log
@@ -117,6 +123,7 @@ type designRun struct {
 	reconnSem  chan struct{}       // client.max_concurrent_reconnects, shared by the design's clients; nil for none
 	own        *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
 	tool       string              // the own server's tool
+	host       *hostWatch          // the run's lateness
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -142,6 +149,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	o := *opts
 	opts = &o
+	opts.host = newHostWatch(opts.InjectLateness)
 	if opts.Log != nil {
 		opts.Log = &lockedWriter{w: opts.Log} // the designs write to it side by side
 	}
@@ -182,6 +190,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, err
 	}
 	r := sim.Header(sc, "live")
+	r.Host = opts.host.verdict()
 	hooked := hookedKinds(designs)
 	for i := range r.Faults {
 		if slices.Contains(hooked, r.Faults[i].Kind) {
@@ -251,7 +260,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	era2026 := d.Era == "2026-07-28"
 	dr := &designRun{
 		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own,
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own, host: opts.host,
 	}
 	if own != nil {
 		dr.tool = own.Tool.Name
@@ -328,6 +337,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				return
 			case <-tm.C:
 			}
+			dr.host.timer(dr.now() - int64(s.At))
 			if s.Kind == faults.StepClientDrop {
 				n := 0
 				for _, c := range cl {
@@ -469,6 +479,9 @@ loop:
 		return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 	}
 	h.Produced = prod
+	if own == nil {
+		opts.host.addProduced(h, storeFaultAt(sc))
+	}
 	if opts.Log != nil {
 		for _, l := range redisLines {
 			fmt.Fprintf(opts.Log, "live %s: %.1fs: replica %d: go-redis: %s\n", d.Name, l.at.Seconds(), l.slot, l.msg)

@@ -371,7 +371,8 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 				c.nextDrop += workload.Exp(&c.drops, mean)
 			}
 			gen := c.gen
-			w.timer = time.AfterFunc(time.Duration(c.nextDrop-now), func() { c.cut(cutRandom, 0, gen) })
+			due := c.nextDrop
+			w.timer = time.AfterFunc(time.Duration(due-now), func() { c.d.host.timer(c.d.now() - due); c.cut(cutRandom, 0, gen) })
 		}
 	}
 	return resp, nil
@@ -461,6 +462,7 @@ func sleepUntil(ctx context.Context, d *designRun, t int64) bool {
 	case <-ctx.Done():
 		return false
 	case <-tm.C:
+		d.host.timer(d.now() - t)
 		return true
 	}
 }
