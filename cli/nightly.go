@@ -84,7 +84,8 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 			"its baseline in BASELINES/<scenario>.json. Write OUT/<UTC date>/: junit.xml (one test case per\n"+
 			"scenario × design × check, and per design for the baseline), summary.md, and each scenario's run\n"+
 			"folder with report.json and report.html. Everything runs before anything is reported.\n"+
-			"Exit 0 when all passed, 99 when a threshold failed, 1 when only baselines regressed or are missing.")
+			"Exit 0 when all passed, 99 when a threshold failed, 1 when only baselines regressed or are missing,\n"+
+			"97 when nothing failed but a live scenario gave no verdict (its host was saturated; skipped in junit.xml).")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios, comma-separated")
 	fs.Var(&f.set, "set", "override a key in every scenario, repeatable (`key=value`)")
@@ -110,7 +111,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	junit := &expect.JUnit{Name: "stormsim nightly " + date}
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
-	var thresholdsFailed, baselinesFailed int
+	var thresholdsFailed, baselinesFailed, noVerdict int
 	var failLines, noteLines []string
 	for _, sc := range scs {
 		o, err := sim.Run(ctx, sc, nil)
@@ -133,6 +134,20 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		files[sc.Name+"/summary.md"] = runFiles["summary.md"]
 		files[sc.Name+"/"+plots.PageName] = charts[plots.PageName]
 
+		if h := r.Host; h != nil && h.Saturated {
+			// A live run on a saturated host gives no verdict: skipped in
+			// JUnit with the reason, exit 97 if nothing else failed.
+			var designs []string
+			for _, d := range r.Designs {
+				designs = append(designs, d.Name)
+			}
+			reason := "host saturated: " + strings.Join(h.Reasons, "; ")
+			junit.AddNoVerdict(sc.Name, designs, reason)
+			noVerdict++
+			noteLines = append(noteLines, sc.Name+": no verdict: "+reason)
+			fmt.Fprintf(&sum, "| %s | 0 | 0 | no verdict: host saturated | [report.html](%s/report.html) |\n", sc.Name, sc.Name)
+			continue
+		}
 		results := expect.Evaluate(r, sc.Expect)
 		failed := expect.Failed(results)
 		var designs []string
@@ -215,6 +230,8 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %s failed", plural(thresholdsFailed, "threshold"))}
 	case baselinesFailed > 0:
 		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s regressed or have no baseline", baselinesFailed, plural(len(scs), "scenario"))}
+	case noVerdict > 0:
+		return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: nightly: %s gave no verdict (host saturated)", plural(noVerdict, "scenario"))}
 	}
 	return nil
 }
