@@ -147,6 +147,9 @@ func testModelAgrees(t *testing.T, sc *scenario.Scenario, live *report.Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h := live.Host; h != nil && h.Saturated {
+		t.Fatalf("the live run's host was saturated, so the run gives no verdict on the model: %s", strings.Join(h.Reasons, "; "))
+	}
 	a := agree.Compare(simOut.Report, live, agree.TolerancesOf(sc))
 	rows := 0
 	for _, r := range a.Rows {
