@@ -61,7 +61,7 @@ type Options struct {
 	ReplaySamples int
 	// Pipeline is how many appends go in one pipeline (default 16).
 	Pipeline int
-	// MaxLen is the approximate MAXLEN of every XADD (default 1000), as the
+	// MaxLen is the (exact) MAXLEN of every XADD (default 1000), as the
 	// live store sends with redis_maxlen set.
 	MaxLen int64
 	// Rand draws the key prefix and the payloads; default a PCG seeded from
@@ -630,7 +630,7 @@ func (m *measurer) payload(size int) string {
 
 // xadd is the live store's XADD of event index.
 func (m *measurer) xadd(key string, index int, data string) *redis.XAddArgs {
-	return &redis.XAddArgs{Stream: key, ID: entryID(index), Values: []any{"d", data}, MaxLen: m.o.MaxLen, Approx: true}
+	return &redis.XAddArgs{Stream: key, ID: entryID(index), Values: []any{"d", data}, MaxLen: m.o.MaxLen}
 }
 
 // fill writes events 1..n of data to each key, in pipelines, and gives

@@ -1,6 +1,6 @@
 // Package calibrate measures a real Redis for the simulator's event-store
 // model (topology.StoreConfig): it sends the commands the live Redis store
-// sends (XADD with an explicit ID and approximate MAXLEN, alone and in
+// sends (XADD with an explicit ID and exact MAXLEN, alone and in
 // pipelines with the store's EXPIRE refreshes; XRANGE from just after a
 // cursor) and turns the figures into the model's keys.
 //

@@ -15,7 +15,7 @@ import (
 // RedisOptions configures a Redis store. A nil *RedisOptions means the
 // defaults.
 type RedisOptions struct {
-	MaxLen     int64         // approximate events kept per stream; 0 = all
+	MaxLen     int64         // events kept per stream (exact XADD MAXLEN); 0 = all
 	TTL        time.Duration // a stream expires this long after its last append; 0 = never
 	SessionTTL time.Duration // a session record expires this long after its last touch; 0 = never
 }
@@ -107,7 +107,7 @@ func entryIndex(id string) (int64, error) {
 	return strconv.ParseInt(ms, 10, 64)
 }
 
-// Append adds the event with XADD (approximate MAXLEN), in a pipeline with
+// Append adds the event with XADD (exact MAXLEN), in a pipeline with
 // the other appends waiting at the same moment. The stream joins its
 // session's set on its first event; its TTL is refreshed as ttlEvery says.
 func (r *Redis) Append(ctx context.Context, session, stream string, ev Event) error {
@@ -190,7 +190,13 @@ func (r *Redis) flush(batch []*appendOp) {
 			args.Values = []any{"d", op.ev.Data, "f", "1"}
 		}
 		if r.opts.MaxLen > 0 {
-			args.MaxLen, args.Approx = r.opts.MaxLen, true
+			// Exact, as the simulator trims: a stream keeps its last MaxLen
+			// events, so both engines evict the same ones. Redis then trims
+			// on every append past the limit (one entry marked deleted in
+			// the stream's first node, whose memory goes with its last
+			// entry), where "~" trims only whole nodes and keeps up to a
+			// node's worth (stream-node-max-entries, 100) more.
+			args.MaxLen = r.opts.MaxLen
 		}
 		p.XAdd(ctx, args)
 		first := op.ev.Index <= 1

@@ -15,7 +15,7 @@
 //	stormsim:{<session>}:streams          set of the session's stream ids
 //	stormsim:{<session>}:s:<stream>       stream: one entry per event, ID "<index>-1",
 //	                                      fields d (the data) and f ("1" on the final event);
-//	                                      XADD MAXLEN ~ redis_maxlen, EXPIRE redis_ttl
+//	                                      XADD MAXLEN redis_maxlen (exact), EXPIRE redis_ttl
 //	stormsim:{<session>}:lease:<stream>   string, set while the call runs, PX lease
 package store
 

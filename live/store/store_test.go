@@ -83,6 +83,14 @@ func TestEvictionGivesPurged(t *testing.T) {
 	if got, err := r.After(context.Background(), "s", "x", 995); err != nil || len(got) != 4 {
 		t.Errorf("redis: recent replay: %d events, %v", len(got), err)
 	}
+	// MAXLEN is exact, as the simulator trims: the last 10 events stay, the
+	// 11th from the end is gone ("~" would keep up to a node more).
+	if got, err := r.After(context.Background(), "s", "x", 989); err != nil || len(got) != 10 {
+		t.Errorf("redis: replay of the last 10 events: %d events, %v", len(got), err)
+	}
+	if got, err := r.After(context.Background(), "s", "x", 988); !errors.Is(err, ErrPurged) {
+		t.Errorf("redis: replay from the 11th event from the end: %d events, %v, want ErrPurged", len(got), err)
+	}
 	m := NewMemory(100, 0) // 100 bytes: about 30 events of 3 bytes
 	appendN(t, m, "s", "x", 0, 99)
 	if m.Bytes() > 100 {
