@@ -40,10 +40,10 @@ const (
 // compare as live ÷ sim against a factor.
 var Defaults = map[string]float64{
 	"lost_fraction": 0.01, "lost_fraction_rel": 0.2,
-	"http_404_per_100": 1, "http_404_per_100_rel": 0.2,
+	"http_404_per_100": 2, "http_404_per_100_rel": 0.2,
 	"drops_resumed": 0.03, "drops_resumed_rel": 0.1,
-	"reissued_per_100": 1, "reissued_per_100_rel": 0.2,
-	"failed_per_100": 1, "failed_per_100_rel": 0.25,
+	"reissued_per_100": 2, "reissued_per_100_rel": 0.2,
+	"failed_per_100": 2, "failed_per_100_rel": 0.25,
 	"reconnects_per_call": 0.05, "reconnects_per_call_rel": 0.25,
 	"replay_latency_factor": 2, "store_peak_factor": 1.25,
 }
