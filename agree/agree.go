@@ -1,7 +1,8 @@
 // Package agree compares a simulator report with a live report of the same
-// scenario and seed, design by design, and says where the model disagrees
-// with the real thing by more than the scenario's tolerances
-// ([scenario.NAME.agreement]):
+// scenario and seed, design by design, and judges each row against the
+// scenario's tolerances ([scenario.NAME.agreement]) and its standard error:
+// agree (|diff| + 2·SE within the tolerance), disagree (|diff| − 2·SE beyond
+// it) or inconclusive (the sample is too small to tell; never a pass):
 //
 //	a := agree.Compare(simReport, liveReport, agree.TolerancesOf(sc))
 //	os.WriteFile("agreement.md", a.Markdown(), 0o644)
