@@ -10,7 +10,7 @@ BIN      := bin/stormsim
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan orderings agree agree-live-smoke agree-crash-round-robin calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -32,15 +32,16 @@ plan: build ## capacity plan for SCENARIO (default deploy-restart): sweep the lo
 
 # make agree: the simulator against the live engine on the same seed; exit 98 where they disagree.
 # Two branches run at once, so that the samples are large enough (one standard error of each compared
-# fraction at most a third of its tolerance) within 5 minutes: live-smoke twice (--seeds 2, 300 clients,
-# random drops every 3 s), and crash (its fault stays at 120 s; 200 clients, 3 designs) then round-robin
-# (no faults, so it runs shortened) twice. Their expect tables are sized for the scenarios as written,
-# so these runs judge agreement only.
+# fraction at most a third of its tolerance) within 6 minutes: long-outage-eviction (its outage stays
+# at 150-240 s), and live-smoke twice (--seeds 2, 300 clients, random drops every 3 s) then crash (its
+# fault stays at 120 s; 200 clients, 3 designs) then round-robin (no faults, so it runs shortened)
+# twice. Their expect tables are sized for the scenarios as written, so these runs judge agreement only.
 AGREE_SHORT := --set workload.think=1s --set workload.events_min=10 --set workload.events_max=30 --set workload.drop_every=1500ms
-agree: build ## --engine both on live-smoke, round-robin and crash: agreement.md per run, exit 98 on a disagreement
+agree: build ## --engine both on live-smoke, round-robin, crash and long-outage-eviction: agreement.md per run, exit 98 on a disagreement
 	$(MEASURE) -agreement $(OUT)/live-smoke/latest/agreement.json -agreement $(OUT)/round-robin/latest/agreement.json \
-		-agreement $(OUT)/crash/latest/agreement.json agree -- $(MAKE) --no-print-directory -j2 agree-live-smoke agree-crash-round-robin
-	@for s in live-smoke round-robin crash; do echo "$(OUT)/$$s/latest/agreement.md"; grep -m1 ' disagree, ' $(OUT)/$$s/latest/agreement.md; done
+		-agreement $(OUT)/crash/latest/agreement.json -agreement $(OUT)/long-outage-eviction/latest/agreement.json \
+		agree -- $(MAKE) --no-print-directory -j2 agree-long-outage agree-live-smoke agree-crash-round-robin
+	@for s in live-smoke round-robin crash long-outage-eviction; do echo "$(OUT)/$$s/latest/agreement.md"; grep -m1 ' disagree, ' $(OUT)/$$s/latest/agreement.md; done
 
 agree-live-smoke:
 	./$(BIN) run live-smoke --engine both --seeds 2 --parallel 3 --no-charts --quiet --no-thresholds --out $(OUT) \
@@ -52,6 +53,15 @@ agree-crash-round-robin:
 		--set 'designs=["memory-sticky","redis-events","redis-shared"]' $(ARGS)
 	./$(BIN) run round-robin --engine both --seeds 2 --parallel 4 --no-charts --quiet --no-thresholds --out $(OUT) $(AGREE_SHORT) \
 		--set duration=25s --set drain=5s --set workload.clients=300 $(ARGS)
+
+# long-outage-eviction: retention, both engines evicting the same events (the memory store at the
+# append that overflows its cap, Redis streams trimmed to exactly redis_maxlen). Its clients go away
+# at 150 s for 90 s, so it runs to 255 s, in a -j2 slot of its own: 300 clients with the memory cap
+# scaled to them (2 MiB for 2000), random drops every 20 s for the sample.
+agree-long-outage:
+	./$(BIN) run long-outage-eviction --engine both --parallel 2 --no-charts --quiet --no-thresholds --out $(OUT) \
+		--set duration=255s --set drain=5s --set workload.clients=300 --set workload.arrival_rate=100 \
+		--set workload.drop_every=20s --set store.memory_cap_bytes=314573 --set 'designs=["memory-sticky","redis-events"]' $(ARGS)
 
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)

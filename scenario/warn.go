@@ -39,7 +39,7 @@ func (ld *loader) warnings(s *Scenario, layers []*layer) []string {
 		}
 		if d.Events == topology.EventsMemory && d.Store.MemoryCapBytes > 0 {
 			if one := d.Store.MemoryEventBytes(w.EventBytes); d.Store.MemoryCapBytes < one {
-				warn(origin(all, "store", "memory_cap_bytes"), "%d is smaller than one stored event (%d bytes at event_bytes %d): design %s's store can hold nothing past each series step",
+				warn(origin(all, "store", "memory_cap_bytes"), "%d is smaller than one stored event (%d bytes at event_bytes %d): design %s's store purges every event as it is appended",
 					d.Store.MemoryCapBytes, one, w.EventBytes, d.Name)
 			}
 		}

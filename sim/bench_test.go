@@ -33,7 +33,7 @@ func benchScenario(b *testing.B) *scenario.Scenario {
 // same pending count, measured in the same run.
 func BenchmarkEngine(b *testing.B) {
 	sc := benchScenario(b)
-	var queueEvents, arith, pendingSum, pendingN int64
+	var queueEvents, arith, pendingSum, pendingN, rounds, visits int64
 	var wall, busy time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -47,6 +47,8 @@ func BenchmarkEngine(b *testing.B) {
 			arith += s.ArithmeticEvents
 			pendingSum += s.PendingSum
 			pendingN += s.QueueEvents
+			rounds += s.PurgeRounds
+			visits += s.PurgeVisits
 			busy += s.Busy
 		}
 	}
@@ -63,6 +65,8 @@ func BenchmarkEngine(b *testing.B) {
 	b.ReportMetric(heapNs, "heap-ns")
 	b.ReportMetric(perEvent, "ns/queue-event")
 	b.ReportMetric(float64(meanPending), "pending")
+	b.ReportMetric(float64(rounds)/n, "purge-rounds/op")
+	b.ReportMetric(float64(visits)/n, "purge-visits/op")
 }
 
 type intHeap []int64

@@ -102,7 +102,6 @@ type attempt struct {
 	start     int64
 	iv        int64
 	end       int64
-	k0        int64 // memory purge round when its stream was created
 	ended     bool
 	dead      bool
 	stored    bool  // has a stream in an event store
@@ -118,10 +117,9 @@ type attempt struct {
 type proc struct {
 	slot    int32
 	state   uint8
-	running []int32 // attempts
-	conns   []int32 // clients with a connection here
-	purgeK  int64
-	mem     memStreams // the streams in this process's memory store
+	running []int32  // attempts
+	conns   []int32  // clients with a connection here
+	store   memStore // this process's in-memory event store
 
 	freeAt      int64   // when the accept queue drains
 	tokens      float64 // connection-rate bucket
@@ -164,6 +162,7 @@ type engine struct {
 	redisEnded []int32
 	redisHead  int
 	scratch    []int64
+	phScratch  []phaseEntry
 	perStep    int64   // events per whole series step, when the step is a multiple of the interval
 	opsDiff    []int64 // difference array of whole-step appends
 	steps      []faults.Step
@@ -201,6 +200,7 @@ type engine struct {
 	stats Stats
 
 	progress func(int64)
+	memCheck func(e *engine, op memOp, p, ai int32)
 	polled   int64
 	ctx      stopper
 }
@@ -243,6 +243,8 @@ type Stats struct {
 	QueueEvents      int64         // events popped from the queue
 	ArithmeticEvents int64         // stream events counted without queueing them
 	PendingSum       int64         // sum over pops of the queue length, for the mean
+	PurgeRounds      int64         // memory store purge rounds
+	PurgeVisits      int64         // streams the purge rounds looked at
 	Busy             time.Duration // time spent in the engine's loop
 }
 
@@ -570,9 +572,7 @@ func (e *engine) dropStream(ai int32) {
 	a.gone = true
 	e.redisFixed -= a.fixedB
 	a.fixedB = 0
-	if a.memIdx >= 0 {
-		e.procs[a.proc].mem.remove(a.memIdx, e.attempts)
-	}
+	e.memDelete(ai)
 }
 
 func (e *engine) startAttempt(id int32, c *client, p int32) {
@@ -595,10 +595,6 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 		c.streams = append(c.streams, ai)
 	}
 	a.memIdx = -1
-	if a.stored && e.events == topology.EventsMemory {
-		a.k0 = pr.purgeK
-		a.memIdx = pr.mem.add(ai, a.start, a.e, a.k0)
-	}
 	if a.stored && e.events == topology.EventsRedis {
 		e.producing++
 	}
@@ -609,6 +605,9 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 	pr.runE = append(pr.runE, a.e)
 	pr.runLo = append(pr.runLo, 0)
 	cl.attempt = ai
+	if a.stored && e.events == topology.EventsMemory {
+		e.memAdd(p, ai)
+	}
 	e.schedule(a.start+int64(a.e)*a.iv, evAttemptDone, ai, 0)
 	e.connect(c, id, connCall, ai, p, e.now, 0)
 }
@@ -819,15 +818,10 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 }
 
 func (e *engine) storedLo(a *attempt, hi int32) int32 {
-	var first int32 = 1
-	if e.priming {
-		first = 0
-	}
-	count := int64(hi - first + 1)
+	first := e.first()
 	switch e.events {
 	case topology.EventsMemory:
-		removed := min(max(e.procs[a.proc].purgeK-a.k0, 0), count)
-		return first + int32(removed)
+		return e.memLo(a, hi)
 	case topology.EventsRedis:
 		lo := max(first, a.restartLo)
 		if m := int32(e.d.Store.RedisMaxLen); m > 0 && hi-m+1 > lo {
@@ -899,9 +893,7 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	pr.running[a.runIdx], pr.runStart[a.runIdx], pr.runE[a.runIdx], pr.runLo[a.runIdx] = last, pr.runStart[n], pr.runE[n], pr.runLo[n]
 	e.attempts[last].runIdx = a.runIdx
 	pr.running, pr.runStart, pr.runE, pr.runLo = pr.running[:n], pr.runStart[:n], pr.runE[:n], pr.runLo[:n]
-	if a.memIdx >= 0 {
-		pr.mem.endN[a.memIdx] = a.endN
-	}
+	e.memEnd(ai)
 	e.appendOps(a)
 	if a.stored && e.events == topology.EventsRedis {
 		e.producing--
@@ -1227,11 +1219,14 @@ func (e *engine) exitProc(p int32, graceful bool) {
 	}
 	pr = &e.procs[p]
 	if e.events == topology.EventsMemory {
-		for _, ai := range pr.mem.ai {
+		for _, ai := range pr.store.ms.ai {
 			e.attempts[ai].gone = true
 			e.attempts[ai].memIdx = -1
 		}
-		pr.mem = memStreams{}
+		pr.store = memStore{}
+		if e.memCheck != nil {
+			e.memCheck(e, memOpExit, p, -1)
+		}
 	}
 }
 
@@ -1294,7 +1289,7 @@ func (e *engine) noteProbe(id int32, carried bool, key uint64, status int) {
 	}
 }
 
-// sample closes series step i: gauges, store size and memory purges.
+// sample closes series step i: gauges and store size.
 func (e *engine) sample(i int) {
 	e.series.ActiveStreams[i] = e.open
 	var bytes int64
@@ -1302,7 +1297,8 @@ func (e *engine) sample(i int) {
 	case topology.EventsMemory:
 		for p := range e.procs {
 			if e.procs[p].state != procDead {
-				bytes += e.memorySettle(int32(p))
+				e.memSettle(int32(p))
+				bytes += e.procs[p].store.held
 			}
 		}
 	case topology.EventsRedis:
@@ -1358,98 +1354,6 @@ func (e *engine) streamBytes(lo, hi, final int64) int64 {
 	return e.redisCost.Stream(n, priming, result)
 }
 
-// memorySettle applies go-sdk's purge to one process's store: while over the
-// cap, drop the oldest event of every stream in turn. It returns the bytes
-// held afterwards: progress events at evBytes, the priming event (empty)
-// and the result at their own sizes.
-func (e *engine) memorySettle(p int32) int64 {
-	pr := &e.procs[p]
-	m := &pr.mem
-	first := int64(e.first())
-	// Each stream as rem<<2 | the priming event held<<1 | the result held.
-	rems := e.scratch[:0]
-	ovh := int64(e.d.Store.MemoryOverheadBytes)
-	primingLess := e.evBytes - ovh                         // the priming event holds no data
-	resultLess := e.evBytes - (topology.ResultBytes + ovh) // nor is the result a progress notification
-	var maxRem, held int64
-	for i := 0; i < len(m.ai); {
-		hi := int64(m.endN[i])
-		if hi < 0 {
-			hi = min((e.now-m.start[i])/e.iv, int64(m.e[i]))
-		}
-		count := hi - first + 1
-		removed := min(max(pr.purgeK-m.k0[i], 0), count)
-		rem := count - removed
-		if rem <= 0 && m.endN[i] >= 0 {
-			// Purged to nothing and never growing again: forget it.
-			m.remove(int32(i), e.attempts)
-			continue
-		}
-		packed := rem << 2
-		if rem > 0 {
-			held += rem * e.evBytes
-		}
-		if first == 0 && removed == 0 {
-			packed |= 2
-			held -= primingLess
-		}
-		if m.endN[i] == m.e[i] {
-			packed |= 1
-			if rem > 0 {
-				held -= resultLess
-			}
-		}
-		rems = append(rems, packed)
-		maxRem = max(maxRem, rem)
-		i++
-	}
-	e.scratch = rems
-	// after is what the store holds after k more rounds of the purge.
-	after := func(k int64) int64 {
-		var t int64
-		for _, x := range rems {
-			r := max(x>>2-k, 0)
-			if r == 0 {
-				continue
-			}
-			t += r * e.evBytes
-			if x&2 != 0 && k == 0 {
-				t -= primingLess
-			}
-			if x&1 != 0 {
-				t -= resultLess
-			}
-		}
-		return t
-	}
-	c := e.d.Store.MemoryCapBytes
-	if c <= 0 || held <= c { // held = after(0)
-		return held
-	}
-	lo, hi := int64(0), maxRem
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if after(mid) <= c {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	pr.purgeK += lo
-	// A stream with fewer events than the rounds loses only what it has:
-	// move its start mark so that its later events are not purged already.
-	j := 0
-	for i := range m.ai {
-		if r := rems[j] >> 2; r < lo {
-			k0 := m.k0[i] + lo - r
-			m.k0[i] = k0
-			e.attempts[m.ai[i]].k0 = k0
-		}
-		j++
-	}
-	return after(lo)
-}
-
 // first is the index of a stream's first stored event: 0, the priming
 // event, when there is one.
 func (e *engine) first() int32 {
@@ -1457,31 +1361,6 @@ func (e *engine) first() int32 {
 		return 0
 	}
 	return 1
-}
-
-// memStreams holds a process's in-memory streams as parallel arrays.
-type memStreams struct {
-	ai    []int32
-	start []int64
-	k0    []int64
-	e     []int32
-	endN  []int32 // -1 while the attempt runs
-}
-
-func (m *memStreams) add(ai int32, start int64, e int32, k0 int64) int32 {
-	m.ai, m.start, m.k0, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.k0, k0), append(m.e, e), append(m.endN, -1)
-	return int32(len(m.ai) - 1)
-}
-
-// remove swaps stream i out, fixing the index of the one moved into its place.
-func (m *memStreams) remove(i int32, attempts []attempt) {
-	n := len(m.ai) - 1
-	attempts[m.ai[i]].memIdx = -1
-	if int(i) != n {
-		m.ai[i], m.start[i], m.k0[i], m.e[i], m.endN[i] = m.ai[n], m.start[n], m.k0[n], m.e[n], m.endN[n]
-		attempts[m.ai[i]].memIdx = i
-	}
-	m.ai, m.start, m.k0, m.e, m.endN = m.ai[:n], m.start[:n], m.k0[:n], m.e[:n], m.endN[:n]
 }
 
 // finish closes the run at the horizon: what is still open is pending.

@@ -33,6 +33,6 @@ func ExampleRun() {
 			t.EventsExpected == t.EventsDelivered+t.EventsLost+t.EventsPending)
 	}
 	// Output:
-	// memory-sticky: 100 404s, 150 resumes, conservation holds: true
+	// memory-sticky: 100 404s, 149 resumes, conservation holds: true
 	// redis-shared: 0 404s, 232 resumes, conservation holds: true
 }

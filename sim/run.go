@@ -34,6 +34,10 @@ type Options struct {
 	// summed over designs; the total is Horizon(sc) × designs. It may be
 	// called from several goroutines at once.
 	Progress func(delta time.Duration)
+
+	// memCheck, in tests, is called after every change to an in-memory
+	// store (memOp), to hold it to a store that evicts append by append.
+	memCheck func(e *engine, op memOp, p, ai int32)
 }
 
 // Output is a run's report plus what the report does not carry.
@@ -107,6 +111,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				mu.Unlock()
 				return
 			}
+			e.memCheck = opts.memCheck
 			start := time.Now() // for the benchmark's cost per event only
 			e.run()
 			e.stats.Busy = time.Since(start)
