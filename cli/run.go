@@ -150,9 +150,20 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if designs != nil {
 		n = len(designs)
 	}
+	// The warnings that concern the designs run, and nothing else, go to
+	// the terminal and into the reports' notes.
+	for _, s := range []*scenario.Scenario{sc, simSc} {
+		var keep []scenario.Warning
+		for _, w := range s.Warnings {
+			if w.Design == "" || designs == nil || slices.Contains(designs, w.Design) {
+				keep = append(keep, w)
+			}
+		}
+		s.Warnings = keep
+	}
 	if slices.Contains(engines, "sim") {
 		if w := memoryWarning(simSc, n); w != "" {
-			simSc.Warnings = append(simSc.Warnings, w)
+			simSc.Warnings = append(simSc.Warnings, scenario.Warning{Text: w})
 		}
 	}
 	if err := probeOut(filepath.Join(f.out, sc.Name)); err != nil {
@@ -161,7 +172,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if !f.quiet {
 		warned := map[string]bool{}
 		for _, s := range []*scenario.Scenario{sc, simSc} {
-			for _, w := range s.Warnings {
+			for _, w := range s.WarningTexts(nil) {
 				if !warned[w] {
 					warned[w] = true
 					fmt.Fprintln(env.Stderr, "stormsim: warning:", w)
@@ -193,6 +204,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			if rsim, err = loadScenario(f.file, name, append(slices.Clone(rsets), f.simSet...)); err != nil {
 				return usageError{err}
 			}
+			rsc.Warnings, rsim.Warnings = sc.Warnings, simSc.Warnings // the seed changes none of them
 		}
 		for _, engine := range engines {
 			prefix := ""
@@ -491,7 +503,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	for _, n := range f.Names() {
 		sc, _ := f.Scenario(n)
-		for _, w := range sc.Warnings {
+		for _, w := range sc.WarningTexts(nil) {
 			fmt.Fprintf(env.Stdout, "warning: %s\n", w)
 		}
 	}

@@ -54,7 +54,27 @@ type Scenario struct {
 	// Warnings are settings that load but are probably not what was meant
 	// (each names the file and key); the engines copy them into the
 	// report's notes. Not part of the scenario's hash.
-	Warnings []string `json:"-"`
+	Warnings []Warning `json:"-"`
+}
+
+// Warning is one setting that loads but probably does not mean what it
+// says: Text names the file and key; Design is the design it concerns, ""
+// for the scenario as a whole.
+type Warning struct {
+	Design string
+	Text   string
+}
+
+// WarningTexts are the warnings that concern the scenario as a whole or one
+// of the designs named (every design when names is nil).
+func (s *Scenario) WarningTexts(names []string) []string {
+	var out []string
+	for _, w := range s.Warnings {
+		if w.Design == "" || names == nil || slices.Contains(names, w.Design) {
+			out = append(out, w.Text)
+		}
+	}
+	return out
 }
 
 // Ordering claims that design Lower has a lower Metric than each design in

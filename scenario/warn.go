@@ -13,12 +13,13 @@ import (
 // warnings lists the settings of s that load but probably do not mean what
 // they say. They do not stop a run: each is printed and kept in the
 // report's notes.
-func (ld *loader) warnings(s *Scenario, layers []*layer) []string {
-	var out []string
+func (ld *loader) warnings(s *Scenario, layers []*layer) []Warning {
+	var out []Warning
+	design := ""
 	warn := func(where, format string, args ...any) {
-		msg := where + ": " + fmt.Sprintf(format, args...)
-		if !slices.Contains(out, msg) {
-			out = append(out, msg)
+		w := Warning{Design: design, Text: where + ": " + fmt.Sprintf(format, args...)}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
 		}
 	}
 	w := &s.Workload
@@ -28,6 +29,7 @@ func (ld *loader) warnings(s *Scenario, layers []*layer) []string {
 	}
 	shortest := time.Duration(float64(w.EventsMin) / w.EventRate * float64(time.Second))
 	for _, d := range s.Designs {
+		design = d.Name
 		all := append(slices.Clone(layers), ld.designLayer(d.Name)...)
 		c := d.Client
 		if c.Strategy == clients.StrategyNone && c.Jitter != clients.JitterNone {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -154,7 +153,7 @@ func Header(sc *scenario.Scenario, engine string) *report.Report {
 		Schema: report.Schema, StormsimVersion: report.Version, Scenario: sc.Name,
 		Description: sc.Description, ScenarioHash: Hash(sc), Engine: engine, Seed: sc.Seed,
 		DurationS: sc.Duration.Seconds(), Faults: []report.Fault{}, Designs: []report.Design{},
-		Notes: slices.Clone(sc.Warnings),
+		Notes: sc.WarningTexts(nil),
 	}
 	ctxF := sc.FaultContext()
 	for _, f := range sc.Faults {
