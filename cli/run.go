@@ -197,7 +197,11 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			// The same scenario on the next seed, loaded afresh, so the
 			// replicas load it with the same --set as the clients.
 			seed := "seed=" + strconv.FormatUint(sc.Seed+uint64(r), 10)
-			rsets = append(slices.Clone(sets), seed)
+			rsets = slices.DeleteFunc(slices.Clone(sets), func(s string) bool {
+				k, _, _ := strings.Cut(s, "=")
+				return strings.TrimSpace(k) == "seed" // --seed, or --set seed=N: this run's seed replaces it
+			})
+			rsets = append(rsets, seed)
 			if rsc, err = loadScenario(f.file, name, rsets); err != nil {
 				return usageError{err}
 			}

@@ -43,6 +43,13 @@ func TestSeedsDeterministic(t *testing.T) {
 		return files
 	}
 	a, b := read("--seeds"), read("--repeat")
+	// --seed moves the first seed; --set seed=N does too.
+	for _, from := range [][]string{{"--seed", "7"}, {"--set", "seed=7"}} {
+		code, stdout, stderr := runArgs(t, context.Background(), append([]string{"run", "g", "--file", file, "--out", t.TempDir(), "--no-charts", "--seeds", "3"}, from...)...)
+		if code != ExitOK || !strings.Contains(stdout, "g (seeds 7-9, sim engine)") {
+			t.Errorf("--seeds 3 %v: exit %d\n%s\n%s", from, code, stdout, stderr)
+		}
+	}
 	for _, want := range []string{"report.json", "summary.md", "seed-42/report.json", "seed-43/report.json", "seed-44/report.json", "seed-44/series.csv"} {
 		if a[want] == "" {
 			t.Errorf("--seeds 3 wrote no %s (wrote %d files)", want, len(a))
