@@ -75,6 +75,39 @@ func (f *scenarioFlags) load(ctx context.Context, fs *flag.FlagSet, cmd string) 
 	return out, nil
 }
 
+// runSeeds simulates sc, and when its expect table judges means over
+// seeds (seeds = N), the N-1 seeds after it too: the report is the first
+// seed's run with over_seeds attached, which expect.Evaluate judges on the
+// means.
+func (f *scenarioFlags) runSeeds(ctx context.Context, sc *scenario.Scenario) (*report.Report, error) {
+	o, err := sim.Run(ctx, sc, nil)
+	if err != nil || sc.ExpectSeeds < 2 {
+		if err != nil {
+			return nil, err
+		}
+		return o.Report, nil
+	}
+	reps := []*report.Report{o.Report}
+	for i := 1; i < sc.ExpectSeeds; i++ {
+		sets := slices.DeleteFunc(slices.Clone([]string(f.set)), func(s string) bool {
+			k, _, _ := strings.Cut(s, "=")
+			return strings.TrimSpace(k) == "seed"
+		})
+		next, err := loadScenario(f.file, sc.Name, append(sets, fmt.Sprintf("seed=%d", sc.Seed+uint64(i))))
+		if err != nil {
+			return nil, err
+		}
+		o, err := sim.Run(ctx, next, nil)
+		if err != nil {
+			return nil, err
+		}
+		reps = append(reps, o.Report)
+	}
+	top := *reps[0]
+	top.OverSeeds = report.Over(reps)
+	return &top, nil
+}
+
 func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	var f scenarioFlags
 	var out, baselines string
@@ -114,14 +147,13 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	var thresholdsFailed, baselinesFailed, noVerdict int
 	var failLines, noteLines []string
 	for _, sc := range scs {
-		o, err := sim.Run(ctx, sc, nil)
+		r, err := f.runSeeds(ctx, sc)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("nightly: %s: %w", sc.Name, err)
 		}
-		r := o.Report
 		runFiles, err := r.Files()
 		if err != nil {
 			return err
