@@ -147,8 +147,13 @@ func testModelAgrees(t *testing.T, sc *scenario.Scenario, live *report.Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A live run that fell behind its own schedule says nothing about the
+	// model (docs/live.md, "A saturated host"): like stormsim run, the test
+	// gives no verdict then, and says why. The other subtests judge the run
+	// all the same; make agree and make test-long judge the model on a
+	// quiet machine.
 	if h := live.Host; h != nil && h.Saturated {
-		t.Fatalf("the live run's host was saturated, so the run gives no verdict on the model: %s", strings.Join(h.Reasons, "; "))
+		t.Skipf("no verdict: the live run's host was saturated (%s); the model is judged on a quiet machine by make agree", strings.Join(h.Reasons, "; "))
 	}
 	tol := agree.TolerancesOf(sc)
 	// Two known gaps, measured, not hidden (docs/model.md, "The model
