@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +80,20 @@ func TestLoadRefusesDeepAndLarge(t *testing.T) {
 	_, err = Load("../scenarios.toml", &Options{Set: []string{"x=" + strings.Repeat("{a=", 100) + "1" + strings.Repeat("}", 100)}, Target: "deploy-restart"})
 	if err == nil || !strings.Contains(err.Error(), "--set x") || !strings.Contains(err.Error(), "64 levels") {
 		t.Errorf("deep --set: got %v, want an error naming --set x and the limit", err)
+	}
+}
+
+// Loading gives up at once when its context ends (Ctrl-C while a file is
+// read): the caller gets the context's error, not a result.
+func TestLoadContextCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f, err := LoadContext(ctx, "../scenarios.toml", nil)
+	if f != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled load: %v, %v; want context.Canceled", f, err)
+	}
+	if f, err := LoadContext(context.Background(), "../scenarios.toml", nil); err != nil || len(f.Names()) == 0 {
+		t.Errorf("load: %v", err)
 	}
 }
