@@ -89,11 +89,7 @@ func (f *scenarioFlags) runSeeds(ctx context.Context, sc *scenario.Scenario) (*r
 	}
 	reps := []*report.Report{o.Report}
 	for i := 1; i < sc.ExpectSeeds; i++ {
-		sets := slices.DeleteFunc(slices.Clone([]string(f.set)), func(s string) bool {
-			k, _, _ := strings.Cut(s, "=")
-			return strings.TrimSpace(k) == "seed"
-		})
-		next, err := loadScenario(f.file, sc.Name, append(sets, fmt.Sprintf("seed=%d", sc.Seed+uint64(i))))
+		next, err := loadScenario(f.file, sc.Name, withSeed(f.set, sc.Seed+uint64(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -103,9 +99,7 @@ func (f *scenarioFlags) runSeeds(ctx context.Context, sc *scenario.Scenario) (*r
 		}
 		reps = append(reps, o.Report)
 	}
-	top := *reps[0]
-	top.OverSeeds = report.Over(reps)
-	return &top, nil
+	return report.WithOverSeeds(reps), nil
 }
 
 func nightlyCmd(ctx context.Context, env *Env, args []string) error {

@@ -196,12 +196,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		if r > 0 {
 			// The same scenario on the next seed, loaded afresh, so the
 			// replicas load it with the same --set as the clients.
-			seed := "seed=" + strconv.FormatUint(sc.Seed+uint64(r), 10)
-			rsets = slices.DeleteFunc(slices.Clone(sets), func(s string) bool {
-				k, _, _ := strings.Cut(s, "=")
-				return strings.TrimSpace(k) == "seed" // --seed, or --set seed=N: this run's seed replaces it
-			})
-			rsets = append(rsets, seed)
+			rsets = withSeed(sets, sc.Seed+uint64(r))
 			if rsc, err = loadScenario(f.file, name, rsets); err != nil {
 				return usageError{err}
 			}
@@ -264,8 +259,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	tops := map[string]*report.Report{}
 	if f.repeat > 1 {
 		for _, engine := range engines {
-			top := *all[engine][0]
-			top.OverSeeds = report.Over(all[engine])
+			top := report.WithOverSeeds(all[engine])
 			for _, o := range sc.Orderings {
 				for _, than := range o.Than {
 					if top.Design(o.Lower) != nil && top.Design(than) != nil {
@@ -279,7 +273,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 					break
 				}
 			}
-			tops[engine] = &top
+			tops[engine] = top
 			prefix := ""
 			if len(engines) > 1 {
 				prefix = engine + "/"
@@ -513,6 +507,16 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s: ok (%s, %s)\n", file, plural(len(f.Names()), "scenario"), plural(len(f.DesignNames()), "design"))
 	return nil
+}
+
+// withSeed is sets with seed=N in place of any seed they set (--seed, or
+// --set seed=N): the override for one of the runs of --seeds.
+func withSeed(sets []string, seed uint64) []string {
+	out := slices.DeleteFunc(slices.Clone(sets), func(s string) bool {
+		k, _, _ := strings.Cut(s, "=")
+		return strings.TrimSpace(k) == "seed"
+	})
+	return append(out, "seed="+strconv.FormatUint(seed, 10))
 }
 
 // loadScenario loads scenario name from file with the --set overrides.

@@ -74,6 +74,15 @@ func Over(reps []*Report) *OverSeeds {
 	return o
 }
 
+// WithOverSeeds is the first of reps (runs of one scenario at successive
+// seeds) with every run's metrics attached as over_seeds; reps[0] itself
+// is left as it was.
+func WithOverSeeds(reps []*Report) *Report {
+	top := *reps[0]
+	top.OverSeeds = Over(reps)
+	return &top
+}
+
 // Stats summarises one metric's values over the seeds.
 func Stats(vals []*float64) SeedStats {
 	s := SeedStats{Values: vals}
