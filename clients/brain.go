@@ -38,6 +38,9 @@ const (
 type Input struct {
 	Kind InputKind
 
+	// InStartCall.
+	Renew bool // the application connects a new session first (app_reconnect; the time Action.RenewAfter named has come)
+
 	// InResponse.
 	Status  int  // HTTP status
 	Session bool // initialize: the response carried Mcp-Session-Id
@@ -92,6 +95,12 @@ type Action struct {
 	Delay     time.Duration // ActWait
 	Outcome   Outcome       // ActEndCall
 	Cause     Cause         // ActEndCall with Failed
+	// ActEndCall with Failed: the application connects a new session
+	// RenewAfter after the failure (app_reconnect). The engine feeds Renew
+	// with the first InStartCall at or after that time; a renewal already
+	// due stays as it is.
+	Renew      bool
+	RenewAfter time.Duration
 }
 
 // Brain is one client's protocol state. The zero value is not usable; call New.
@@ -103,6 +112,9 @@ type Brain struct {
 
 	initialized bool // initialize was answered and the session (if any) is believed alive
 	session     bool // holds a session id, possibly a dead one
+	missing     bool // the session got a 404: it is known to be gone
+	closed      bool // on_404 = fail: the connection failed for good; calls fail without a request
+	renewing    bool // the DELETE of the old session is in flight; initialize comes next
 	inCall      bool
 	pending     Req
 	next        Action // the send to make when the wait is over
@@ -157,8 +169,22 @@ func (b *Brain) send(r Req, reconnect bool) Action {
 }
 
 func (b *Brain) fail(c Cause) Action {
-	b.inCall, b.pending, b.hanging = false, ReqNone, false
-	return Action{Kind: ActEndCall, Outcome: Failed, Cause: c}
+	b.inCall, b.pending, b.hanging, b.renewing = false, ReqNone, false, false
+	a := Action{Kind: ActEndCall, Outcome: Failed, Cause: c}
+	a.RenewAfter, a.Renew = b.cfg.ReconnectAfter()
+	return a
+}
+
+// connFailed closes the connection for good when a is the end of the call
+// and the client is one whose connection fails with it (on_404 = "fail",
+// go-sdk: a resume answered with anything but 2xx, a resume out of retries,
+// a non-transient error on a call's POST). The session id is kept: closing
+// it later still sends a DELETE, as go-sdk's ClientSession.Close does.
+func (b *Brain) connFailed(a Action) Action {
+	if a.Kind == ActEndCall && b.cfg.On404 == On404Fail {
+		b.closed = true
+	}
+	return a
 }
 
 // later schedules a reconnect send after d. It returns the failure action
@@ -188,9 +214,24 @@ func (b *Brain) backoff() time.Duration {
 	return d
 }
 
-func (b *Brain) startCall() Action {
+func (b *Brain) startCall(renew bool) Action {
 	b.inCall, b.hanging = true, false
 	b.cursor, b.mark, b.hasID, b.retries, b.prev, b.reissue, b.Reissues = -1, -1, false, 0, 0, false, 0
+	if renew {
+		// The application replaces its session: it closes the old one (a
+		// DELETE, unless the server already said it is gone, as go-sdk's
+		// ClientSession.Close does) and connects anew.
+		b.closed = false
+		if b.session && b.initialized && !b.missing {
+			b.renewing = true
+			return b.send(ReqDelete, false)
+		}
+		b.session, b.initialized, b.missing = false, false, false
+		return b.send(ReqInitialize, true)
+	}
+	if b.closed {
+		return b.fail(CauseAbandoned) // go-sdk: "connection closed", no request
+	}
 	if !b.initialized {
 		return b.send(ReqInitialize, false)
 	}
@@ -203,17 +244,23 @@ func (b *Brain) reinit() Action {
 		return b.fail(CauseAbandoned)
 	}
 	b.retries++
-	b.session, b.initialized, b.reissue = false, false, true
+	b.session, b.initialized, b.missing, b.reissue = false, false, false, true
 	b.Reissues++
 	b.hasID, b.cursor, b.mark = false, -1, -1
 	return b.send(ReqInitialize, true)
 }
 
 func (b *Brain) on404() Action {
+	b.missing = true
 	switch b.cfg.On404 {
 	case On404Reinit:
 		return b.reinit()
 	case On404Fail:
+		// ErrSessionMissing: the connection is closed, and closing it sends
+		// no DELETE. A 404 on notifications/initialized fails the connect
+		// itself: the application holds no session, and its next call
+		// connects again.
+		b.closed = b.pending != ReqInitialized
 		b.session, b.initialized = false, false
 		return b.fail(CauseAbandoned)
 	case On404Stuck:
@@ -269,7 +316,7 @@ func (b *Brain) retryStatus(r Req, hint time.Duration) Action {
 func (b *Brain) Step(in Input) Action {
 	switch in.Kind {
 	case InStartCall:
-		return b.startCall()
+		return b.startCall(in.Renew)
 	case InTimer:
 		a := b.next
 		b.next = Action{}
@@ -285,7 +332,7 @@ func (b *Brain) Step(in Input) Action {
 		return b.fail(CauseAbandoned)
 	case InFinish:
 		b.inCall = false
-		if b.session && b.initialized {
+		if b.session && b.initialized && !b.missing { // no DELETE of a session the server said is gone
 			return b.send(ReqDelete, false)
 		}
 		return Action{Kind: ActIdle}
@@ -304,7 +351,7 @@ func (b *Brain) response(in Input) Action {
 	switch r {
 	case ReqInitialize:
 		if ok {
-			b.initialized, b.session = true, in.Session
+			b.initialized, b.session, b.missing = true, in.Session, false
 			return b.send(ReqInitialized, false)
 		}
 		return b.retryStatus(ReqInitialize, in.RetryHint)
@@ -327,7 +374,7 @@ func (b *Brain) response(in Input) Action {
 		case in.Status == 503:
 			return b.retryStatus(ReqCall, in.RetryHint)
 		}
-		return b.fail(CauseAbandoned)
+		return b.connFailed(b.fail(CauseAbandoned))
 	case ReqResume, ReqStandalone:
 		switch {
 		case ok:
@@ -343,13 +390,17 @@ func (b *Brain) response(in Input) Action {
 			if in.Purged {
 				c = CausePurged
 			}
-			return b.onError(c)
+			return b.connFailed(b.onError(c))
 		case in.Status == 409 || in.Status == 503:
-			return b.retryStatus(r, in.RetryHint)
+			return b.connFailed(b.retryStatus(r, in.RetryHint))
 		}
-		return b.fail(CauseAbandoned)
+		return b.connFailed(b.fail(CauseAbandoned))
 	case ReqDelete:
-		b.session, b.initialized = false, false
+		b.session, b.initialized, b.missing = false, false, false
+		if b.renewing && b.inCall {
+			b.renewing = false
+			return b.send(ReqInitialize, true)
+		}
 		return Action{Kind: ActIdle}
 	}
 	return Action{Kind: ActAwait}
@@ -391,7 +442,7 @@ func (b *Brain) streamEnd(in Input) Action {
 	case in.NoResume:
 		return b.later(ReqCall, delay())
 	case b.hasID:
-		return b.later(ReqResume, delay())
+		return b.connFailed(b.later(ReqResume, delay()))
 	}
 	switch b.cfg.NoID {
 	case NoIDFail:

@@ -36,6 +36,20 @@ const (
 	RetryOnAny     = "any"     // network errors, 503 and 409 too
 )
 
+// What the application does after a failed call (app_reconnect): besides
+// these, a duration such as "30s" reconnects that long after the failure.
+const (
+	// AppReconnectNever: the application keeps its client session. Under
+	// on_404 = "fail" a session whose connection failed for good stays
+	// closed, so every later call fails at once without a request (go-sdk's
+	// ClientSession); under "stale" each later call is sent with the dead
+	// id and gets 404.
+	AppReconnectNever = "never"
+	// AppReconnectOnFailure: after a failed call the application connects a
+	// new session; its next call starts with initialize.
+	AppReconnectOnFailure = "on_failure"
+)
+
 // Valid values, for validation messages.
 var (
 	On404s   = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
@@ -44,6 +58,10 @@ var (
 	RetryOns = []string{RetryOnNetwork, RetryOnAny}
 	profiles = map[string]Config{}
 )
+
+// AppReconnects are the named values of app_reconnect; a duration such as
+// "30s" is valid too.
+var AppReconnects = []string{AppReconnectNever, AppReconnectOnFailure}
 
 // Config is everything that shapes a client's reconnect behaviour. A profile
 // fills every field; scenarios.toml may override any of them.
@@ -62,6 +80,10 @@ type Config struct {
 	OnError         string        `toml:"on_error" json:"on_error"`
 	NoID            string        `toml:"no_id" json:"no_id"`
 	CallTimeout     time.Duration `toml:"call_timeout" json:"call_timeout"`
+	// AppReconnect is what the application does after a failed call:
+	// "never", "on_failure" or a duration ("30s": the first call that
+	// starts that long after the failure opens a new session).
+	AppReconnect string `toml:"app_reconnect" json:"app_reconnect"`
 	// MaxConcurrentReconnects caps the reconnect requests in flight at once
 	// across every virtual client of a design, as a gateway hosting them
 	// all would. 0 = no cap.
@@ -91,6 +113,7 @@ func init() {
 		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
 		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
 		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDFail, CallTimeout: 300 * time.Second,
+		AppReconnect: AppReconnectNever,
 	}
 	ts := goSDK
 	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404, ts.NoID = "ts-sdk", JitterNone, 2, false, On404Stale, NoIDWait
@@ -148,6 +171,9 @@ func (c *Config) Validate() []error {
 	if c.Impl != "" {
 		oneOf("impl", c.Impl, Impls)
 	}
+	if _, _, err := c.appReconnect(); err != nil {
+		bad("app_reconnect", "%v", err)
+	}
 	if c.ImplShare < 0 || c.ImplShare > 1 {
 		bad("impl_share", "%v is not within 0..1", c.ImplShare)
 	}
@@ -170,6 +196,31 @@ func (c *Config) Validate() []error {
 		bad("call_timeout", "%v must be positive", c.CallTimeout)
 	}
 	return errs
+}
+
+// ReconnectAfter says whether the application connects a new session after
+// a failed call, and how long after the failure (0: before its next call).
+// A Config that failed validation reconnects never.
+func (c *Config) ReconnectAfter() (time.Duration, bool) {
+	d, ok, err := c.appReconnect()
+	return d, ok && err == nil
+}
+
+func (c *Config) appReconnect() (time.Duration, bool, error) {
+	switch c.AppReconnect {
+	case AppReconnectNever:
+		return 0, false, nil
+	case AppReconnectOnFailure:
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(c.AppReconnect)
+	switch {
+	case err != nil:
+		return 0, false, fmt.Errorf("%q is not one of %v or a duration such as \"30s\"", c.AppReconnect, AppReconnects)
+	case d < 0:
+		return 0, false, fmt.Errorf("%v is negative", d)
+	}
+	return d, true, nil
 }
 
 // FieldError is a problem with one key of a Config. Callers prefix the key

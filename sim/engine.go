@@ -72,6 +72,7 @@ type client struct {
 
 	calls    int
 	think    int64 // think time after the current call
+	renewAt  int64 // the application connects a new session from then on (app_reconnect); -1 none
 	finished bool
 
 	// The session as the server side sees it.
@@ -462,7 +463,7 @@ func (e *engine) initClient(id int32) {
 	c := &e.clients[id]
 	c.brain.Init(&e.d.Client, e.rng)
 	workload.Seed(&c.work, &c.drops, e.sc.Seed, int(id))
-	c.sessProc, c.dropSched, c.nextDrop = -1, -1, 0
+	c.sessProc, c.dropSched, c.nextDrop, c.renewAt = -1, -1, 0, -1
 	c.call.attempt, c.call.dropAt = -1, -1
 	if e.sc.Workload.DropEvery > 0 {
 		c.nextDrop = e.now + workload.Exp(&c.drops, int64(e.sc.Workload.DropEvery))
@@ -489,7 +490,11 @@ func (e *engine) startCall(id int32, c *client) {
 	if int64(n)*e.iv+8*int64(e.sc.RTT) >= int64(e.d.Client.CallTimeout) {
 		e.armTimeout(id, c)
 	}
-	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InStartCall}))
+	renew := c.renewAt >= 0 && e.now >= c.renewAt
+	if renew {
+		c.renewAt = -1
+	}
+	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InStartCall, Renew: renew}))
 }
 
 func (e *engine) finishClient(id int32, c *client) {
@@ -1016,6 +1021,9 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 	}
 	cl.active = false
 	cl.attempt = -1
+	if a.Renew && c.renewAt < 0 {
+		c.renewAt = e.now + int64(a.RenewAfter)
+	}
 	if a.Outcome == clients.Failed && !e.sc.Workload.ContinueAfterFailure {
 		e.finishClient(id, c)
 		return

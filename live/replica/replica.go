@@ -333,7 +333,7 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		s.emit(ctx, c, store.Event{Index: 0})
 	}
 	if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared {
-		s.cfg.Shared.Lease(ctx, c.session, c.stream, s.lease())
+		s.cfg.Shared.StartCall(ctx, c.session, c.stream, reqID, s.lease())
 	}
 	tick := time.NewTicker(time.Duration(max(a.IntervalMS, 1)) * time.Millisecond)
 	defer tick.Stop()
@@ -695,7 +695,13 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 			if held, err := rs.Leased(r.Context(), session, stream); err == nil && !held {
 				// The producer died and its lease ran out: end with an error
 				// so that the client re-issues the call (docs/domain.md §4).
-				data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+				// It answers the call's request id, so that a client can
+				// match it to the call (null only when the store lost it).
+				var id any
+				if raw, err := rs.CallID(r.Context(), session, stream); err == nil && len(raw) > 0 && json.Valid(raw) {
+					id = json.RawMessage(raw)
+				}
+				data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
 					"error": map[string]any{"code": -32000, "message": "call orphaned: its replica died"}})
 				out.event("", data)
 				return

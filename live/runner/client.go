@@ -42,7 +42,8 @@ type vclient struct {
 	hasID     bool   // an event id of the current attempt was received
 	callStart int64
 	inCall    bool
-	done      bool // no more calls
+	renewAt   int64 // the application connects a new session from then on (app_reconnect); -1 none
+	done      bool  // no more calls
 	awayUntil int64
 	nextDrop  int64
 
@@ -56,7 +57,7 @@ type vclient struct {
 }
 
 func newClient(d *designRun, id int32) *vclient {
-	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1}
+	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, renewAt: -1}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
 	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
@@ -94,7 +95,11 @@ func (c *vclient) nextCall() clients.Action {
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: n, Start: c.callStart, End: -1})
-	return c.brain.Step(clients.Input{Kind: clients.InStartCall})
+	renew := c.renewAt >= 0 && c.callStart >= c.renewAt
+	if renew {
+		c.renewAt = -1
+	}
+	return c.brain.Step(clients.Input{Kind: clients.InStartCall, Renew: renew})
 }
 
 // act carries out the brain's decisions until the client is idle or the
@@ -108,6 +113,9 @@ func (c *vclient) act(ctx context.Context, a clients.Action) {
 			call := &c.hist.Calls[len(c.hist.Calls)-1]
 			call.End, call.Outcome, call.Cause = c.now(), a.Outcome, a.Cause
 			c.inCall = false
+			if a.Renew && c.renewAt < 0 {
+				c.renewAt = call.End + int64(a.RenewAfter)
+			}
 			if a.Outcome == clients.Failed && !c.d.sc.Workload.ContinueAfterFailure {
 				c.done = true
 			} else if _, ok := c.wait(ctx, c.now()+c.think); !ok {

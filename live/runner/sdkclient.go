@@ -50,6 +50,7 @@ type sdkClient struct {
 	client   *mcp.Client
 	session  *mcp.ClientSession
 	nextDrop int64
+	renewAt  int64 // the application connects a new session from then on (app_reconnect); -1 none
 
 	mu      sync.Mutex // guards the rest: the SDK's goroutines record too
 	hist    check.History
@@ -65,10 +66,11 @@ type sdkClient struct {
 	lastStream map[int32]int
 	awayUntil  int64
 	sealed     bool // the history was handed over: record nothing more
+	renewing   bool // the session being connected replaces one after a failed call
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
-	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
+	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, renewAt: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "stormsim-go-sdk-client", Version: "1"},
 		&mcp.ClientOptions{ProgressNotificationHandler: c.progress})
@@ -137,12 +139,28 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		defer cancel()
 	}
 	var err error
+	renew := c.renewAt >= 0 && c.now() >= c.renewAt
+	if renew {
+		// The application replaces its session (client.app_reconnect):
+		// Close sends a DELETE unless the session is known missing.
+		c.renewAt = -1
+		if c.session != nil {
+			c.session.Close() //nolint:errcheck // the DELETE is recorded; its failure changes nothing
+		}
+		c.session = nil
+	}
 	if c.session == nil {
 		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c},
 			// stormsim's calls need no server-initiated messages, and the
 			// model's clients open no standalone stream.
 			DisableStandaloneSSE: true}
+		c.mu.Lock()
+		c.renewing = renew
+		c.mu.Unlock()
 		c.session, err = c.client.Connect(callCtx, tr, nil)
+		c.mu.Lock()
+		c.renewing = false
+		c.mu.Unlock()
 	}
 	var res *mcp.CallToolResult
 	if err == nil {
@@ -187,13 +205,14 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		c.hist.Calls[len(c.hist.Calls)-1].Err = err.Error()
 		c.mu.Unlock()
 	}
-	if outcome == clients.Failed {
-		// The SDK's session is broken (a 404 is mcp.ErrSessionMissing):
-		// the next call starts a new one, as the model's next call does.
-		if c.session != nil {
-			c.session.Close() //nolint:errcheck // as above
-		}
-		c.session = nil
+	if d, ok := c.d.d.Client.ReconnectAfter(); ok && outcome == clients.Failed && c.renewAt < 0 {
+		// The application connects a new session d after the failure. With
+		// app_reconnect = "never" it keeps this one: once the SDK failed
+		// its connection for good (a 404 is mcp.ErrSessionMissing), every
+		// later call fails at once without a request, as in the model.
+		c.mu.Lock()
+		c.renewAt = c.hist.Calls[len(c.hist.Calls)-1].End + int64(d)
+		c.mu.Unlock()
 	}
 	return outcome == clients.Completed
 }
@@ -326,6 +345,9 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if kind == clients.ReqResume {
 		rec.Reconnect, rec.Cursor = true, c.reached
+	}
+	if kind == clients.ReqInitialize && c.renewing {
+		rec.Reconnect = true // a re-initialize after a failed call
 	}
 	rec.Sent = c.now()
 	ri := len(c.hist.Requests)

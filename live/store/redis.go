@@ -87,6 +87,9 @@ func streamKey(session, stream string) string {
 func leaseKey(session, stream string) string {
 	return "stormsim:{" + session + "}:lease:" + stream
 }
+func callKey(session, stream string) string {
+	return "stormsim:{" + session + "}:call:" + stream
+}
 
 func entryID(index int64) string { return strconv.FormatInt(index, 10) + "-1" }
 
@@ -297,7 +300,7 @@ func (r *Redis) SessionClosed(ctx context.Context, session string) error {
 	}
 	keys := []string{sessionKey(session), streamsKey(session)}
 	for _, s := range streams {
-		keys = append(keys, streamKey(session, s), leaseKey(session, s))
+		keys = append(keys, streamKey(session, s), leaseKey(session, s), callKey(session, s))
 	}
 	if err := r.rdb.Del(ctx, keys...).Err(); err != nil {
 		return fmt.Errorf("store: close %s: %w", session, err)
@@ -339,6 +342,32 @@ func (r *Redis) Lease(ctx context.Context, session, stream string, d time.Durati
 		return fmt.Errorf("store: lease: %w", err)
 	}
 	return nil
+}
+
+// StartCall takes a call's first lease, as Lease does, and keeps the call's
+// JSON-RPC request id (for as long as its stream, TTL redis_ttl), so that
+// a replica that ends the stream of an orphaned call answers that id.
+func (r *Redis) StartCall(ctx context.Context, session, stream string, reqID []byte, d time.Duration) error {
+	pipe := r.rdb.Pipeline()
+	pipe.Set(ctx, leaseKey(session, stream), "1", d)
+	pipe.Set(ctx, callKey(session, stream), reqID, r.opts.TTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("store: lease: %w", err)
+	}
+	return nil
+}
+
+// CallID is the request id StartCall kept for the call, or nil when there
+// is none.
+func (r *Redis) CallID(ctx context.Context, session, stream string) ([]byte, error) {
+	id, err := r.rdb.Get(ctx, callKey(session, stream)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: call id: %w", err)
+	}
+	return id, nil
 }
 
 // Leased reports whether the call's lease is still held.

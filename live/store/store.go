@@ -17,6 +17,7 @@
 //	                                      fields d (the data) and f ("1" on the final event);
 //	                                      XADD MAXLEN redis_maxlen (exact), EXPIRE redis_ttl
 //	stormsim:{<session>}:lease:<stream>   string, set while the call runs, PX lease
+//	stormsim:{<session>}:call:<stream>    string, the call's JSON-RPC request id, EXPIRE redis_ttl
 package store
 
 import (
