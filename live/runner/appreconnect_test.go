@@ -1,0 +1,173 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stormsim/stormsim/agree"
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/report"
+)
+
+// The five-calls scenario the simulator's TestFiveCallsOneSession runs.
+const fiveCallsFile = "../../sim/testdata/five-calls.toml"
+
+// skipSaturated gives no verdict on a live run whose host fell behind its
+// own schedule (docs/live.md, "A saturated host"), as stormsim run does.
+func skipSaturated(t *testing.T, r *report.Report) {
+	t.Helper()
+	if h := r.Host; h != nil && h.Saturated {
+		t.Skipf("no verdict: the live run's host was saturated (%s)", strings.Join(h.Reasons, "; "))
+	}
+}
+
+// TestFiveCallsOneSessionLive runs five-calls live: ten clients make five
+// calls 3 s apart on one session, and the only replica is SIGKILLed between
+// calls 2 and 3 and is back before call 3.
+//   - The official go-sdk client whose application never reconnects: call 3
+//     fails with mcp.ErrSessionMissing, and calls 4 and 5 fail without a
+//     request (the ClientSession is closed): 30 of 50 calls fail.
+//   - The same client, reconnected after a failed call: 10 of 50 fail.
+//   - Native ts-sdk clients (the brain): calls 3, 4 and 5 are each sent with
+//     the dead session id and get 404.
+func TestFiveCallsOneSessionLive(t *testing.T) {
+	abs, _ := filepath.Abs(fiveCallsFile)
+	sets := []string{`designs=["sdk-never","sdk-on-failure","ts-never"]`}
+	sc, err := loadFile(t, abs, "five-calls", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 3, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipSaturated(t, out.Report)
+	want := map[string]struct{ failed, http404 int64 }{"sdk-never": {30, 10}, "sdk-on-failure": {10, 10}, "ts-never": {30, 30}}
+	for _, d := range out.Report.Designs {
+		tt := d.Totals
+		w := want[d.Name]
+		if tt.Calls != 50 || tt.CallsFailed != w.failed || tt.HTTP404 != w.http404 {
+			t.Errorf("%s: calls %d, failed %d, 404s %d; want 50, %d, %d", d.Name, tt.Calls, tt.CallsFailed, tt.HTTP404, w.failed, w.http404)
+		}
+	}
+	// What each client's calls 3 to 5 (seq 2 to 4) sent and got.
+	perCall := func(h *check.History) map[[2]int32][]check.Request {
+		m := map[[2]int32][]check.Request{}
+		for _, q := range h.Requests {
+			if q.Seq >= 0 {
+				k := [2]int32{q.Client, q.Seq}
+				m[k] = append(m[k], q)
+			}
+		}
+		return m
+	}
+	t.Run("GoSDKNever", func(t *testing.T) {
+		h := out.Histories["sdk-never"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			k := [2]int32{c.Client, c.Seq}
+			switch c.Seq {
+			case 2:
+				if c.Outcome != clients.Failed || !strings.Contains(c.Err, mcp.ErrSessionMissing.Error()) {
+					t.Errorf("client %d call 3: %v %q, want failed with %q", c.Client, c.Outcome, c.Err, mcp.ErrSessionMissing)
+				}
+			case 3, 4:
+				if c.Outcome != clients.Failed || len(reqs[k]) != 0 {
+					t.Errorf("client %d call %d: %v after %d requests (%q), want failed with none", c.Client, c.Seq+1, c.Outcome, len(reqs[k]), c.Err)
+				}
+			}
+		}
+	})
+	t.Run("GoSDKOnFailure", func(t *testing.T) {
+		h := out.Histories["sdk-on-failure"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			if c.Seq != 3 {
+				continue
+			}
+			// Call 4 connects a new session first: initialize, counted as
+			// a reconnect.
+			k, init := [2]int32{c.Client, c.Seq}, false
+			for _, q := range reqs[k] {
+				init = init || q.Kind == clients.ReqInitialize && q.Reconnect && q.Status == 200
+			}
+			if c.Outcome != clients.Completed || !init {
+				t.Errorf("client %d call 4: %v (%q), re-initialised %v; want completed on a new session", c.Client, c.Outcome, c.Err, init)
+			}
+		}
+	})
+	t.Run("TSNever", func(t *testing.T) {
+		h := out.Histories["ts-never"]
+		reqs := perCall(h)
+		n := 0
+		for _, c := range h.Calls {
+			if c.Seq < 2 {
+				continue
+			}
+			q := reqs[[2]int32{c.Client, c.Seq}]
+			if c.Outcome != clients.Failed || len(q) != 1 || q[0].Kind != clients.ReqCall || q[0].Status != 404 || !q[0].Session {
+				t.Errorf("client %d call %d: %v after %+v, want failed after one tools/call answered 404", c.Client, c.Seq+1, c.Outcome, q)
+				continue
+			}
+			n++
+		}
+		if n != 30 {
+			t.Errorf("%d calls 3 to 5 were sent with the dead id and got 404, want 30 (3 per client)", n)
+		}
+	})
+}
+
+// TestFiveCallsAgreement runs five-calls under --engine both with the
+// go-sdk clients, at 200 clients so that the rows can agree at all (at 10,
+// one standard error of failed_per_100 is 10 points): the rows of failed
+// calls and 404s must agree, for an application that never reconnects and
+// for one that reconnects after a failure.
+func TestFiveCallsAgreement(t *testing.T) {
+	out := t.TempDir()
+	abs, _ := filepath.Abs(fiveCallsFile)
+	cmd := exec.Command(bin, "run", "five-calls", "--file", abs, "--engine", "both",
+		"--set", `designs=["sdk-never","sdk-on-failure"]`, "--set", "workload.clients=200",
+		"--parallel", "2", "--no-charts", "--quiet", "--out", out)
+	msg, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 97 {
+		t.Skipf("no verdict: the host was saturated:\n%s", msg)
+	}
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == agree.ExitCode) {
+		t.Fatalf("stormsim run: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "five-calls", "latest", "agreement.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a agree.Agreement
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range a.Rows {
+		if r.Metric != "failed_per_100" && r.Metric != "http_404_per_100" {
+			if r.Verdict == agree.Disagree {
+				t.Logf("%s/%s disagrees: sim %s, live %s", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live))
+			}
+			continue
+		}
+		seen++
+		t.Logf("%s/%s: sim %s, live %s, tolerance %g, n %d: %s", r.Design, r.Metric, fmtp(r.Sim), fmtp(r.Live), r.Tolerance, r.N, r.Verdict)
+		if r.Verdict != agree.Agree {
+			t.Errorf("%s/%s: %s (sim %s, live %s, tolerance %g, n %d), want agree", r.Design, r.Metric, r.Verdict, fmtp(r.Sim), fmtp(r.Live), r.Tolerance, r.N)
+		}
+	}
+	if seen != 4 {
+		t.Errorf("%d rows of failed calls and 404s, want 4\n%s", seen, data)
+	}
+}
