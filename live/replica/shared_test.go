@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -108,5 +110,61 @@ func TestOrphanEndsWithError(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the error came after %v", took)
+	}
+}
+
+// TestNoNullID scans every answer of the replica to requests that carry an
+// id, over every path that answers with a JSON-RPC message: initialize,
+// tools/list, an unknown method, bad tool arguments, a call's stream to its
+// result, and the error that ends an orphaned call's stream on another
+// replica after its producer died. None may say "id":null, and the orphan
+// error must carry the call's own id, so that a client can match it to the
+// call (go-sdk fails its whole connection on a response it cannot match).
+func TestNoNullID(t *testing.T) {
+	t.Parallel()
+	a, _, ca, cb := twoShared(t, 300*time.Millisecond)
+	var bodies []string
+	read := func(resp *http.Response) string {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		bodies = append(bodies, string(b))
+		return string(b)
+	}
+	ca.initialize()
+	read(ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}}, nil))
+	read(ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, nil))
+	read(ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": 4, "method": "no/such"}, nil))
+	read(ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": 0}}}, nil))
+	if s := read(ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": "short-1", "method": "tools/call",
+		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": 3, "interval_ms": 1, "bytes": 8}}}, nil)); !strings.Contains(s, `"id":"short-1"`) {
+		t.Errorf("a call's stream did not end with its result for id short-1:\n%s", s)
+	}
+	// An orphan: the producer dies; the other replica follows the call
+	// until its lease runs out, then ends the stream with an error.
+	resp := ca.do("POST", map[string]any{"jsonrpc": "2.0", "id": "long-7", "method": "tools/call",
+		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": 1000, "interval_ms": 20, "bytes": 8}}}, nil)
+	first := readSSE(t, resp, 3)
+	resp.Body.Close()
+	a.Kill()
+	cb.session = ca.session
+	got := readSSE(t, cb.do("GET", nil, map[string]string{"Last-Event-ID": first[2].ID}), 0)
+	if len(got) == 0 {
+		t.Fatal("the orphaned stream ended with nothing")
+	}
+	last := got[len(got)-1].Data
+	for _, e := range got {
+		bodies = append(bodies, e.Data)
+	}
+	if !strings.Contains(last, "call orphaned") || !strings.Contains(last, `"id":"long-7"`) {
+		t.Errorf("the orphaned stream ended with %s, want the orphan error for id long-7", last)
+	}
+	if len(bodies) != 5+len(got) {
+		t.Fatalf("%d answers read", len(bodies))
+	}
+	for i, b := range bodies {
+		if strings.Contains(b, `"id":null`) {
+			t.Errorf("answer %d says \"id\":null though its request had an id: %s", i, b)
+		}
 	}
 }

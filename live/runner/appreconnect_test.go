@@ -171,3 +171,52 @@ func TestFiveCallsAgreement(t *testing.T) {
 		t.Errorf("%d rows of failed calls and 404s, want 4\n%s", seen, data)
 	}
 }
+
+// TestOrphanErrorReachesGoSDK SIGKILLs one of two redis-shared replicas
+// while the official go-sdk clients stream. Their resumes land on the other
+// replica, which replays, follows the call until its lease runs out and
+// ends the stream with the orphan error. The error carries the call's
+// request id, so the SDK hands it to the call as a JSON-RPC error
+// (mcp.CallTool returns it) instead of failing its whole connection with
+// "failed to decode event"; the session stays usable, and the client's next
+// call completes on it.
+func TestOrphanErrorReachesGoSDK(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/orphan-sdk.toml")
+	sc, err := loadFile(t, abs, "orphan-sdk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipSaturated(t, out.Report)
+	h := out.Histories["shared-sdk-clients"]
+	orphaned := map[int32]int32{} // client → the seq of its orphaned call
+	for _, c := range h.Calls {
+		if strings.Contains(c.Err, "failed to decode") || strings.Contains(c.Err, "invalid request") {
+			t.Errorf("client %d call %d: %q: the SDK could not read a message", c.Client, c.Seq, c.Err)
+		}
+		if strings.Contains(c.Err, "call orphaned") {
+			if c.Outcome != clients.Failed || c.Cause != clients.CauseError {
+				t.Errorf("client %d call %d: %v cause %v, want failed by the JSON-RPC error", c.Client, c.Seq, c.Outcome, c.Cause)
+			}
+			if _, ok := orphaned[c.Client]; !ok {
+				orphaned[c.Client] = c.Seq
+			}
+		}
+	}
+	if len(orphaned) < 3 {
+		t.Fatalf("%d clients got the orphan error, want at least 3", len(orphaned))
+	}
+	later := 0
+	for _, c := range h.Calls {
+		if s, ok := orphaned[c.Client]; ok && c.Seq > s && c.Outcome == clients.Completed {
+			later++
+		}
+	}
+	if later == 0 {
+		t.Errorf("no client that got the orphan error completed a later call on its session")
+	}
+	t.Logf("%d clients got the orphan error; %d later calls of theirs completed", len(orphaned), later)
+}
