@@ -2,6 +2,7 @@ package clients
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -233,5 +234,95 @@ func TestBackoffSequenceAfter503(t *testing.T) {
 			t.Fatalf("503 #%d: %+v, want a wait of %v", i, a, w)
 		}
 		b.Step(Input{Kind: InTimer})
+	}
+}
+
+// What a client's next call sends after its call failed, by profile, cause
+// and client.app_reconnect (docs/reference.md, "Client profiles").
+func TestAppReconnect(t *testing.T) {
+	t.Parallel()
+	resume404 := []Input{{Kind: InStreamEnd, Cursor: 5, HasID: true}, {Kind: InTimer}, {Kind: InResponse, Status: 404}}
+	purged := []Input{{Kind: InStreamEnd, Cursor: 5, HasID: true}, {Kind: InTimer}, {Kind: InResponse, Status: 400, Purged: true}}
+	timeout := []Input{{Kind: InCallTimeout}}
+	cases := []struct {
+		name    string
+		profile string
+		app     string
+		fail    []Input // after open: how the call fails
+		renew   bool    // the next InStartCall carries Renew
+		want    []Req   // what the next call sends first, in order; none: it fails at once
+	}{
+		// go-sdk's ClientSession is closed by ErrSessionMissing: no request.
+		{"go-sdk 404 never", "go-sdk", AppReconnectNever, resume404, false, nil},
+		// a resume answered 400 fails go-sdk's connection too.
+		{"go-sdk purged never", "go-sdk", AppReconnectNever, purged, false, nil},
+		// a call timeout leaves the connection as it was.
+		{"go-sdk timeout never", "go-sdk", AppReconnectNever, timeout, false, []Req{ReqCall}},
+		// the application connects anew; the missing session gets no DELETE.
+		{"go-sdk 404 on_failure", "go-sdk", AppReconnectOnFailure, resume404, true, []Req{ReqInitialize, ReqInitialized}},
+		// Close sends a DELETE for a session not known missing, then initialize.
+		{"go-sdk purged on_failure", "go-sdk", AppReconnectOnFailure, purged, true, []Req{ReqDelete, ReqInitialize, ReqInitialized}},
+		// before the renewal is due, the closed session fails the call at once.
+		{"go-sdk 404 30s, not yet", "go-sdk", "30s", resume404, false, nil},
+		// ts-sdk keeps the dead id: the call is sent and will get 404.
+		{"ts-sdk 404 never", "ts-sdk", AppReconnectNever, resume404, false, []Req{ReqCall}},
+		{"ts-sdk 404 on_failure", "ts-sdk", AppReconnectOnFailure, resume404, true, []Req{ReqInitialize, ReqInitialized}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, _ := Profile(c.profile)
+			cfg.AppReconnect = c.app
+			b := New(&cfg, rand.New(rand.NewPCG(1, 2)))
+			open(t, b)
+			var a Action
+			for _, in := range c.fail {
+				if a = b.Step(in); a.Kind == ActWait {
+					a = b.Step(Input{Kind: InTimer})
+				}
+			}
+			if a.Kind != ActEndCall || a.Outcome != Failed {
+				t.Fatalf("the call did not fail: %+v", a)
+			}
+			if d, ok := cfg.ReconnectAfter(); a.Renew != ok || a.RenewAfter != d {
+				t.Errorf("renew %v after %v, want %v after %v", a.Renew, a.RenewAfter, ok, d)
+			}
+			a = b.Step(Input{Kind: InStartCall, Renew: c.renew})
+			if len(c.want) == 0 {
+				if a.Kind != ActEndCall || a.Outcome != Failed {
+					t.Fatalf("next call: %+v, want it failed without a request", a)
+				}
+				return
+			}
+			for i, r := range c.want {
+				if a.Kind != ActSend || a.Req != r {
+					t.Fatalf("next call, request %d: %+v, want %v", i, a, r)
+				}
+				if r == ReqInitialize && !a.Reconnect {
+					t.Errorf("the re-initialize after a failed call is not a reconnect")
+				}
+				status := 200
+				if r == ReqInitialized {
+					status = 202
+				}
+				a = b.Step(Input{Kind: InResponse, Status: status, Session: r == ReqInitialize})
+			}
+		})
+	}
+}
+
+// A bad app_reconnect is named with its value.
+func TestAppReconnectValidate(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]string{"sometimes": `"sometimes" is not one of [never on_failure] or a duration`, "-1s": "-1s is negative", "30s": "", "never": "", "on_failure": ""} {
+		cfg, _ := Profile("go-sdk")
+		cfg.AppReconnect = v
+		var got string
+		for _, e := range cfg.Validate() {
+			got += e.Error()
+		}
+		if want == "" && got != "" || want != "" && !strings.Contains(got, "app_reconnect: "+want) {
+			t.Errorf("app_reconnect = %q: %q, want %q", v, got, want)
+		}
 	}
 }
