@@ -112,7 +112,7 @@ type Brain struct {
 
 	initialized bool // initialize was answered and the session (if any) is believed alive
 	session     bool // holds a session id, possibly a dead one
-	missing     bool // the session got a 404: it is known to be gone
+	missing     bool // stale: the session got a 404, so it is known to be gone and gets no DELETE
 	closed      bool // on_404 = fail: the connection failed for good; calls fail without a request
 	renewing    bool // the DELETE of the old session is in flight; initialize comes next
 	inCall      bool
@@ -251,7 +251,6 @@ func (b *Brain) reinit() Action {
 }
 
 func (b *Brain) on404() Action {
-	b.missing = true
 	switch b.cfg.On404 {
 	case On404Reinit:
 		return b.reinit()
@@ -270,6 +269,7 @@ func (b *Brain) on404() Action {
 		}
 		return b.fail(CauseAbandoned)
 	default: // stale: keep the dead id
+		b.missing = true
 		return b.fail(CauseAbandoned)
 	}
 }
