@@ -16,6 +16,7 @@ import (
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
 	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // The isolation probes (isolation.probes): during a live run a few extra
@@ -330,6 +331,9 @@ func (p *isolation) fill(row *report.Design) {
 	res := p.res
 	row.Isolation = &res
 	row.Totals.EventsLeaked = res.Leaked
+	if res.Presented == 0 && row.Events != topology.EventsNone {
+		row.Notes = append(row.Notes, "isolation: the probes found no other session's event id to present (no native client had been sent one), so events_leaked 0 says only that the forged ids leaked nothing")
+	}
 	if res.Leaked > 0 {
 		row.Notes = append(row.Notes, fmt.Sprintf("isolation: %d events of other sessions' streams were sent to the isolation probes; the server's event store replays one session's events to another", res.Leaked))
 		for _, l := range res.Leaks {
