@@ -148,7 +148,7 @@ type Design struct {
 // other sessions' event ids, and forged ones, as Last-Event-ID. Any event
 // of a stream the probing session does not own is a leak.
 type Isolation struct {
-	Probes      int              `json:"probes"`       // probe sessions opened
+	Probes      int              `json:"probes"`       // probes run, each in a session of its own
 	Requests    int64            `json:"requests"`     // every request the probes sent
 	StatusCodes map[string]int64 `json:"status_codes"` // their answers by status; "0" for none
 	Presented   int64            `json:"presented"`    // resumes with another live session's event id

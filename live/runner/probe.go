@@ -218,10 +218,8 @@ func (p *isolation) do(ctx context.Context, method, sid string, lastID *string, 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-		if !bytes.Contains(body, []byte(`"initialize"`)) {
-			req.Header.Set("MCP-Protocol-Version", p.dr.d.Era)
-		}
-	} else {
+	}
+	if method != http.MethodPost || sid != "" { // every request but the initialize
 		req.Header.Set("MCP-Protocol-Version", p.dr.d.Era)
 	}
 	if sid != "" {
