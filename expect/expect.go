@@ -10,6 +10,7 @@ package expect
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/stormsim/stormsim/report"
@@ -48,10 +49,11 @@ func (r Result) String() string {
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // Evaluate checks every threshold against every design it applies to that
-// the report holds. A metric with no value fails ("n/a") unless the check
-// allows it to be empty. A report over several seeds (OverSeeds) is judged
-// on each metric's mean over them.
+// the report holds, and the Defaults. A metric with no value fails ("n/a")
+// unless the check allows it to be empty. A report over several seeds
+// (OverSeeds) is judged on each metric's mean over them.
 func Evaluate(r *report.Report, checks []scenario.Check) []Result {
+	checks = append(slices.Clone(checks), Defaults(r, checks)...)
 	var out []Result
 	for _, d := range r.Designs {
 		metric := d.Metric
@@ -81,6 +83,26 @@ func Evaluate(r *report.Report, checks []scenario.Check) []Result {
 			}
 			out = append(out, res)
 		}
+	}
+	return out
+}
+
+// Defaults are the thresholds every run has unless its expect table bounds
+// the metric itself: events_leaked ≤ 0 for each design of a live report
+// whose isolation probes ran. Where the metric is unknown (the simulator,
+// or a live run without probes) the default does not apply.
+func Defaults(r *report.Report, checks []scenario.Check) []scenario.Check {
+	if r.Engine != "live" {
+		return nil
+	}
+	var out []scenario.Check
+	for _, d := range r.Designs {
+		if d.IsUnknown("events_leaked") || slices.ContainsFunc(checks, func(c scenario.Check) bool {
+			return c.Metric == "events_leaked" && (c.Design == "" || c.Design == d.Name)
+		}) {
+			continue
+		}
+		out = append(out, scenario.Check{Design: d.Name, Metric: "events_leaked", Op: "max", Bound: 0})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package expect
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stormsim/stormsim/report"
@@ -87,5 +88,40 @@ func TestCompare(t *testing.T) {
 	other.Arch = "riscv64"
 	if c, _ := Compare(base, other, DefaultTolerances("sim")); len(c.Notes) == 0 {
 		t.Error("a cross-architecture comparison says nothing")
+	}
+}
+
+// events_leaked ≤ 0 is a default threshold of a live report's designs whose
+// probes ran; it does not apply where the metric is unknown (the
+// simulator, a live run without probes), and a bound in the expect table
+// replaces it.
+func TestDefaultLeakThreshold(t *testing.T) {
+	t.Parallel()
+	live := &report.Report{Scenario: "s", Engine: "live", Designs: []report.Design{
+		{Name: "leaks", Totals: report.Totals{EventsLeaked: 4}},
+		{Name: "tight"},
+		{Name: "unprobed", Totals: report.Totals{EventsLeaked: 9}, Unknown: []string{"events_leaked"}},
+	}}
+	sim := &report.Report{Scenario: "s", Engine: "sim", Designs: []report.Design{{Name: "leaks", Unknown: []string{"events_leaked"}}}}
+	var lines []string
+	for _, r := range Failed(Evaluate(live, nil)) {
+		lines = append(lines, r.String())
+	}
+	if want := []string{"s/leaks/events_leaked: got 4, want ≤ 0"}; !slices.Equal(lines, want) {
+		t.Errorf("live, no expect table: failed %q, want %q", lines, want)
+	}
+	if res := Evaluate(live, nil); len(res) != 2 {
+		t.Errorf("live: %d checks, want the default on the two probed designs only: %v", len(res), res)
+	}
+	if res := Evaluate(sim, nil); len(res) != 0 {
+		t.Errorf("sim: %v, want no default threshold", res)
+	}
+	// The expect table's own bound replaces the default, for every design
+	// or for one.
+	if f := Failed(Evaluate(live, []scenario.Check{{Metric: "events_leaked", Op: "max", Bound: 5}})); len(f) != 1 || f[0].Design != "unprobed" {
+		t.Errorf("events_leaked_max = 5: failed %v, want only the unprobed design's n/a", f)
+	}
+	if f := Failed(Evaluate(live, []scenario.Check{{Design: "leaks", Metric: "events_leaked", Op: "max", Bound: 5}})); len(f) != 0 {
+		t.Errorf("leaks.events_leaked_max = 5: failed %v, want none", f)
 	}
 }

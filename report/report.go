@@ -139,6 +139,47 @@ type Design struct {
 	Series              Series          `json:"series"`
 	// HTTP is vegeta's summary of every HTTP exchange: live runs only.
 	HTTP *vegeta.Metrics `json:"http,omitempty"`
+	// Isolation is what the isolation probes sent and were sent: live
+	// runs with probes only. Their requests are in no other field.
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+// Isolation is a design's isolation probes: extra sessions that present
+// other sessions' event ids, and forged ones, as Last-Event-ID. Any event
+// of a stream the probing session does not own is a leak.
+type Isolation struct {
+	Probes      int              `json:"probes"`       // probes run, each in a session of its own
+	Requests    int64            `json:"requests"`     // every request the probes sent
+	StatusCodes map[string]int64 `json:"status_codes"` // their answers by status; "0" for none
+	Presented   int64            `json:"presented"`    // resumes with another live session's event id
+	Events      int64            `json:"events"`       // events with data the probes received
+	Leaked      int64            `json:"leaked"`       // of which from another session's stream: events_leaked
+	// Leaks are the first leaked events, with the sessions involved.
+	Leaks []Leak `json:"leaks,omitempty"`
+}
+
+// Leak is one event of another session that a probe was sent.
+type Leak struct {
+	Probe        string `json:"probe"`         // which probe: foreign-id, no-session, counter-moved, …
+	LastEventID  string `json:"last_event_id"` // the Last-Event-ID it presented (cut at 120 bytes)
+	EventID      string `json:"event_id"`      // the id of the event it was sent
+	ProbeSession string `json:"probe_session"` // the session it presented ("" with none)
+	OwnerSession string `json:"owner_session"` // the session whose call the event belongs to, "" when unknown
+	Call         string `json:"call"`          // the owner's call: its progress token
+}
+
+// String is one line a person reads: which event went to whom.
+func (l Leak) String() string {
+	owner := l.OwnerSession
+	if owner == "" {
+		owner = "unknown"
+	}
+	probe := l.ProbeSession
+	if probe == "" {
+		probe = "none"
+	}
+	return "event " + l.EventID + " of session " + owner + " (call " + l.Call + ") sent to probe session " + probe +
+		" (" + l.Probe + ", Last-Event-ID " + l.LastEventID + ")"
 }
 
 // JudgedClientSide marks a design judged from the client side alone.
@@ -200,6 +241,11 @@ type Totals struct {
 
 	StorePeakBytes   int64   `json:"store_peak_bytes"`
 	StorePeakOpsPerS float64 `json:"store_peak_ops_per_s"`
+
+	// EventsLeaked counts the events of other sessions' streams that the
+	// isolation probes were sent (live runs with probes only; see
+	// Design.Isolation).
+	EventsLeaked int64 `json:"events_leaked"`
 }
 
 // Causes splits lost events by why they were lost.

@@ -47,6 +47,8 @@ type subs struct {
 	Replica  toml.Primitive `toml:"replica"`
 	// Server is a server the user brings: a table (OwnServer).
 	Server toml.Primitive `toml:"server"`
+	// Isolation holds the isolation probes' settings (Isolation).
+	Isolation toml.Primitive `toml:"isolation"`
 }
 
 // scenarioOnly holds what only a [scenario.NAME] block may have.
@@ -426,6 +428,11 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	for i, l := range layers {
 		if l.defined("workload") {
 			ld.decode(l, sub[i].Workload, &s.Workload)
+		}
+	}
+	for i, l := range layers {
+		if l.defined("isolation") {
+			ld.decode(l, sub[i].Isolation, &s.Isolation)
 		}
 	}
 	ld.validateTop(s, t, layers)
@@ -955,6 +962,10 @@ func validKeys(parent []string, setLayer bool) []string {
 			return tomlKeys(reflect.TypeOf(topology.ReplicaConfig{}))
 		case "server":
 			return tomlKeys(reflect.TypeOf(OwnServer{}))
+		case "isolation":
+			if parent[0] != "design" {
+				return tomlKeys(reflect.TypeOf(Isolation{}))
+			}
 		case "tool":
 			if parent[len(parent)-2] == "server" {
 				return tomlKeys(reflect.TypeOf(OwnTool{}))

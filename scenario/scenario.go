@@ -51,6 +51,10 @@ type Scenario struct {
 	// Agreement holds the tolerances of --engine both, by AgreementKeys
 	// name; the defaults apply to the keys it lacks.
 	Agreement map[string]float64 `json:"-"`
+	// Isolation says whether the live engine sends isolation probes. Not
+	// part of the scenario's hash: the probes judge a run and are kept out
+	// of every metric it reports.
+	Isolation Isolation `json:"-"`
 	// Warnings are settings that load but are probably not what was meant
 	// (each names the file and key); the engines copy them into the
 	// report's notes. Not part of the scenario's hash.
@@ -144,6 +148,26 @@ type Design struct {
 	Client  clients.Config         `json:"client"`
 	Store   topology.StoreConfig   `json:"store"`
 	Replica topology.ReplicaConfig `json:"replica"`
+}
+
+// Isolation is [scenario.NAME.isolation]: the live engine's isolation
+// probes, a few extra sessions that present other sessions' event ids
+// (and forged ones) as Last-Event-ID and report any event of another
+// session they are sent (events_leaked).
+type Isolation struct {
+	// Probes turns the probes on or off; nil means the default: on for
+	// stormsim's replicas and a server.command, off for a server.url
+	// (--target), where the probes would send forged ids to a deployment
+	// stormsim does not control.
+	Probes *bool `toml:"probes" json:"probes,omitempty"`
+}
+
+// ProbesFor reports whether the live engine probes design d's isolation.
+func (s *Scenario) ProbesFor(d *Design) bool {
+	if p := s.Isolation.Probes; p != nil {
+		return *p
+	}
+	return d.Own == nil || d.Own.URL == ""
 }
 
 // Workload is what the virtual clients do.

@@ -70,7 +70,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]bool
 	calls    map[string]*call // running calls by stream id
-	live     map[string]bool  // streams with a connection open
+	live     map[string]bool  // streams with a connection open, by session and stream
 	draining bool
 	closing  chan struct{} // closed when open streams must end with a retry hint
 	running  sync.WaitGroup
@@ -299,7 +299,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.calls[c.stream] = c
 	s.running.Add(1)
 	s.mu.Unlock()
-	closing, release, _ := s.claim(c.stream) // a new stream: nobody else has it
+	closing, release, _ := s.claim(session, c.stream) // a new stream: nobody else has it
 	defer release()
 	go s.produce(c, msg.ID, p.Meta.ProgressToken, a)
 	s.stream(w, r, c, 0, true, closing)
@@ -601,7 +601,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	closing, release, ok := s.claim(stream)
+	closing, release, ok := s.claim(session, stream)
 	if !ok {
 		http.Error(w, "stream already has a connection", http.StatusConflict)
 		return
@@ -622,19 +622,22 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	s.replayAndFollow(w, r, session, stream, index, closing)
 }
 
-// claim gives a stream its one connection: it returns the channel that
-// closes on a drain and the release to defer, or false when the stream
-// already has a connection (a resume then gets 409).
-func (s *Server) claim(stream string) (<-chan struct{}, func(), bool) {
+// claim gives a session's stream its one connection: it returns the
+// channel that closes on a drain and the release to defer, or false when
+// the stream already has a connection (a resume then gets 409). The claim
+// is the session's: another session presenting the same stream id never
+// holds up the owner's resume.
+func (s *Server) claim(session, stream string) (<-chan struct{}, func(), bool) {
+	key := session + "\x00" + stream
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.live[stream] {
+	if s.live[key] {
 		return nil, nil, false
 	}
-	s.live[stream] = true
+	s.live[key] = true
 	return s.closing, func() {
 		s.mu.Lock()
-		delete(s.live, stream)
+		delete(s.live, key)
 		s.mu.Unlock()
 	}, true
 }

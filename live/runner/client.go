@@ -566,6 +566,9 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 				}
 			}
 		}
+		if ev.HasID && c.d.iso != nil {
+			c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
+		}
 		var p parsed
 		if ev.HasData && ev.Data != "" {
 			p = parseData(ev.Data, c.e)

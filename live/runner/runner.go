@@ -124,6 +124,7 @@ type designRun struct {
 	own        *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
 	tool       string              // the own server's tool
 	host       *hostWatch          // the run's lateness
+	iso        *isolation          // the isolation probes; nil when off
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -273,6 +274,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if n := d.Client.MaxConcurrentReconnects; n > 0 {
 		dr.reconnSem = make(chan struct{}, n)
 	}
+	if sc.ProbesFor(d) {
+		dr.iso = newIsolation(dr)
+	}
 	arrivals := workload.Arrivals(sc)
 	cl := make([]liveClient, len(arrivals))
 	share := d.Client.ImplShare
@@ -297,6 +301,13 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		go func() {
 			defer wg.Done()
 			c.run(runCtx, arrivals[i])
+		}()
+	}
+	if dr.iso != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dr.iso.run(runCtx)
 		}()
 	}
 	allDone := make(chan struct{})
@@ -554,6 +565,7 @@ loop:
 		}
 		row.Notes = append(row.Notes, hookNotes...)
 	}
+	dr.iso.fill(&row)
 	return row, h, res, marks, nil
 }
 
