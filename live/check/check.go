@@ -301,7 +301,11 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 				later = true
 			}
 		}
-		if later || at < c.Start || (c.End >= 0 && c.End < at) {
+		// The death lies in (lastT, at]: a call that ended after the last
+		// event may have ended because of it (a client that fails the
+		// moment its stream breaks ends before at), one that ended by then
+		// did not.
+		if later || at < c.Start || (c.End >= 0 && c.End <= a.lastT) {
 			continue
 		}
 		if death < 0 || at < death {
