@@ -39,7 +39,7 @@ type oracle struct {
 	reqIdx  []int32 // per client: the request in flight, -1 none
 	conn    []oconn // per client: the open stream, as the oracle follows it
 
-	pq  oqueue
+	pq   oqueue
 	seqN uint64
 
 	// mismatch lists where the oracle's own cursor disagreed with the
