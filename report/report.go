@@ -139,6 +139,42 @@ type Design struct {
 	Series              Series          `json:"series"`
 	// HTTP is vegeta's summary of every HTTP exchange: live runs only.
 	HTTP *vegeta.Metrics `json:"http,omitempty"`
+	// EventsProduced, in a live run on stormsim's reference replica, is
+	// how many events (1..E of every call attempt) the replicas' own
+	// counters say they produced: the server side's count, not the
+	// production log's.
+	EventsProduced *int64 `json:"events_produced,omitempty"`
+	// Reconciliation, in a live run, is the clients' histories held to
+	// sources the checker does not judge from (live/check.Reconcile).
+	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
+}
+
+// Reconciliation is a live run's histories held to independent server-side
+// counts: the replicas' in-memory counters and, for Redis, XINFO STREAM.
+type Reconciliation struct {
+	OK bool `json:"ok"`
+	// NotReconcilable says why there was nothing to reconcile with (a
+	// server whose counters stormsim cannot read); OK is false then.
+	NotReconcilable string `json:"not_reconcilable,omitempty"`
+	// Sources are the independent sources used.
+	Sources []string `json:"sources,omitempty"`
+	// Checked counts what was held to them.
+	CallsChecked   int64      `json:"calls_checked"`
+	EventsReceived int64      `json:"events_received"`  // receipts held to the counters
+	StreamsInRedis int64      `json:"streams_in_redis"` // streams held to XINFO STREAM
+	PurgedChecked  int64      `json:"purged_checked"`   // events lost as purged held to the stores
+	Unreconciled   int64      `json:"unreconciled"`     // calls no counter covers (Missing)
+	Missing        []string   `json:"missing,omitempty"`
+	MismatchCount  int64      `json:"mismatch_count"`
+	Mismatches     []Mismatch `json:"mismatches,omitempty"` // the first 50
+}
+
+// Mismatch is one disagreement between the histories and a server-side
+// source, with the call it is about.
+type Mismatch struct {
+	Call   string `json:"call"`  // client.seq.attempt token, as in the production log
+	Check  string `json:"check"` // phantom, production, result, unproduced, purged, redis
+	Detail string `json:"detail"`
 }
 
 // JudgedClientSide marks a design judged from the client side alone.

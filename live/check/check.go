@@ -15,6 +15,9 @@ type Judgment struct {
 	Replay   []float64 // replay latencies, ms
 	Recovery []float64 // recovery latencies, ms
 	Series   report.Series
+	// Unproduced holds, per call {client, seq} whose producer died, the
+	// events it counted unproduced: what Reconcile holds to the counters.
+	Unproduced map[[2]int32]int64
 }
 
 type key struct{ c, k int32 }
@@ -326,6 +329,10 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			}
 		}
 		t.EventsUnproduced += int64(c.E - maxP)
+		if j.Unproduced == nil {
+			j.Unproduced = map[[2]int32]int64{}
+		}
+		j.Unproduced[[2]int32{c.Client, c.Seq}] = int64(c.E - maxP)
 	}
 	for i, a := range cs.attempts {
 		if a == nil {

@@ -448,6 +448,8 @@ loop:
 		return report.Design{}, nil, nil, nil, err
 	}
 	var exits []topo.Exit
+	// The server side's own counts, read before the replicas go.
+	counts, noCounts := serverCounts(ctx, t, sc, d, dr.t0)
 	if t != nil {
 		t.Close() // every replica is gone: the production logs are complete
 		exits = t.Exits()
@@ -529,6 +531,7 @@ loop:
 		RecoveryLatencyMS: report.Summarise(j.Recovery),
 		HTTP:              &m,
 	}
+	row.EventsProduced, row.Reconciliation = reconcile(h, j, counts, noCounts)
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.Notes = append(row.Notes, storeNotes...)
 	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
