@@ -122,7 +122,9 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		if logPath != "" {
 			// The endpoint goes with the process: a planned stop leaves its
 			// counters beside the production log.
-			writeCounts(topo.CountsFile(logPath, os.Getpid()), srv.Snapshot())
+			c := srv.Freeze(5 * time.Second) // whatever the drain limit killed has stopped
+			c.Gone = true
+			writeCounts(topo.CountsFile(logPath, os.Getpid()), c)
 		}
 	} else {
 		srv.Kill()

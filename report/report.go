@@ -159,14 +159,16 @@ type Reconciliation struct {
 	// Sources are the independent sources used.
 	Sources []string `json:"sources,omitempty"`
 	// Checked counts what was held to them.
-	CallsChecked   int64      `json:"calls_checked"`
-	EventsReceived int64      `json:"events_received"`  // receipts held to the counters
-	StreamsInRedis int64      `json:"streams_in_redis"` // streams held to XINFO STREAM
-	PurgedChecked  int64      `json:"purged_checked"`   // events lost as purged held to the stores
-	Unreconciled   int64      `json:"unreconciled"`     // calls no counter covers (Missing)
-	Missing        []string   `json:"missing,omitempty"`
-	MismatchCount  int64      `json:"mismatch_count"`
-	Mismatches     []Mismatch `json:"mismatches,omitempty"` // the first 50
+	CallsChecked    int64      `json:"calls_checked"`
+	EventsReceived  int64      `json:"events_received"`  // receipts held to the counters
+	StreamsInRedis  int64      `json:"streams_in_redis"` // streams held to XINFO STREAM
+	PurgedChecked   int64      `json:"purged_checked"`   // events lost as purged held to the counters
+	PurgeAnswers    int64      `json:"purge_answers"`    // resumes answered 400 purged held to the stores
+	UnproducedCalls int64      `json:"unproduced_calls"` // calls with unproduced events held to the killed attempts
+	Unreconciled    int64      `json:"unreconciled"`     // calls no counter covers (Missing)
+	Missing         []string   `json:"missing,omitempty"`
+	MismatchCount   int64      `json:"mismatch_count"`
+	Mismatches      []Mismatch `json:"mismatches,omitempty"` // the first 50
 }
 
 // Mismatch is one disagreement between the histories and a server-side

@@ -44,9 +44,12 @@ type AttemptCount struct {
 	Killed          bool  // its producer stopped before the result
 	KilledAt        int64 // ns since the start of the run
 	// Memory is true for an in-memory event store; StoreFirst is then the
-	// first index the store still held at the end (-1: no such stream).
+	// first index the store still held when the counters were read (-1: no
+	// such stream), and StoreGone says the store went with its process
+	// right after (a hard or planned stop).
 	Memory     bool
 	StoreFirst int64
+	StoreGone  bool
 }
 
 // StreamInfo is XINFO STREAM of one stream.
@@ -72,9 +75,14 @@ const maxMismatches = 50
 //     produced: for each call Judge found a death in, a replica counted an
 //     attempt of it killed, and E − (the most any attempt produced) ≤ its
 //     unproduced ≤ E − (what the killed attempt produced);
-//   - every event lost as purged was produced and later evicted or trimmed:
-//     the in-memory store no longer held it, or XINFO STREAM shows the
-//     stream gone or starting past it;
+//   - every resume answered 400 "purged" asked for an event that was
+//     produced and is no longer stored: the in-memory store no longer held
+//     it (or went with its process), or XINFO STREAM shows the stream gone
+//     or starting past it;
+//   - every event lost as purged was produced, unless its call's attempt
+//     was still producing when the run ended. (A replay is all or nothing,
+//     so a call that fails on a purge loses events that are still stored
+//     too: being stored is not a mismatch for them.)
 //   - for Redis, the stream took no more entries than were produced, and
 //     exactly as many when no store fault could fail an append.
 func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation {
@@ -200,6 +208,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 			}
 		}
 		if u, died := j.Unproduced[key]; died && !unreconciled[key] {
+			rec.UnproducedCalls++
 			switch {
 			case !killed:
 				miss(name, "unproduced", "the checker counted %d unproduced; no replica counted an attempt of the call killed", u)
@@ -216,6 +225,12 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 				}
 			}
 			_, died := j.Unproduced[key]
+			running := false // an attempt was still producing when the run ended
+			for _, tok := range toks {
+				if a := sc.Attempts[tok]; a.Killed && a.KilledAt >= sc.Horizon-3*h.Interval {
+					running = true
+				}
+			}
 			for idx := int32(1); idx <= c.E; idx++ {
 				if recv[idx] {
 					continue
@@ -230,30 +245,49 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 					continue // counted unproduced, not purged
 				}
 				rec.PurgedChecked++
-				evicted, produced := false, false
+				produced := false
 				for _, tok := range toks {
-					a := sc.Attempts[tok]
-					if a.Produced < int(idx) {
-						continue
-					}
-					produced = true
-					if a.Memory && (a.StoreFirst < 0 || a.StoreFirst > int64(idx)) {
-						evicted = true
-					}
-					if si, ok := sc.Redis[tok]; ok && (!si.Exists || si.FirstIndex < 0 || si.FirstIndex > int64(idx)) {
-						evicted = true
-					}
-					if !a.Memory && sc.Redis == nil {
-						evicted = true // no store view to hold it to: produced is all that is checked
+					if sc.Attempts[tok].Produced >= int(idx) {
+						produced = true
 					}
 				}
-				switch {
-				case !produced:
-					miss(name, "purged", "event %d is counted lost as purged; no replica counted it produced", idx)
-				case !evicted:
-					miss(name, "purged", "event %d is counted lost as purged; its store still held it at the end", idx)
+				if !produced && !running {
+					miss(name, "purged", "event %d is counted lost as purged; no replica counted it produced, and no attempt was still producing at the end", idx)
 				}
 			}
+		}
+	}
+
+	// Every 400 "purged" asked for an event that was produced and is gone.
+	for i := range h.Requests {
+		r := &h.Requests[i]
+		if r.Kind != clients.ReqResume || r.Status != 400 || !r.Purged || r.Attempt < 0 {
+			continue
+		}
+		tok := Token(r.Client, r.Seq, r.Attempt)
+		a, ok := known(tok, r.Client, r.Seq)
+		if !ok {
+			if !incomplete {
+				miss(tok, "purged", "a resume was answered purged for an attempt no replica counted")
+			}
+			continue
+		}
+		rec.PurgeAnswers++
+		idx := int64(r.Cursor) + 1
+		gone := false
+		if a.Memory && (a.StoreGone || a.StoreFirst < 0 || a.StoreFirst > idx) {
+			gone = true
+		}
+		if si, ok := sc.Redis[tok]; ok && (!si.Exists || si.FirstIndex < 0 || si.FirstIndex > idx) {
+			gone = true
+		}
+		switch {
+		case int64(a.Produced) < idx:
+			miss(tok, "purged", "a resume after event %d was answered purged; the replica counted only %d produced", r.Cursor, a.Produced)
+		case !a.Memory && sc.Redis == nil:
+			// no store view to hold it to: produced is all that is checked
+		case !gone:
+			miss(tok, "purged", "a resume after event %d was answered purged; the store still held event %d at the end", r.Cursor, idx)
 		}
 	}
 

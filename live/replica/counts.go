@@ -14,13 +14,17 @@ import (
 type Counts struct {
 	PID    int  `json:"pid"`
 	Frozen bool `json:"frozen"` // production was stopped for the snapshot (Freeze)
+	// Gone is set by whoever read the counters when the process ended
+	// right after (a hard stop, a planned stop): its in-memory store went
+	// with it, whatever StoreFirst says.
+	Gone bool `json:"gone"`
 	// Calls holds every call this replica ran, by progress token.
 	Calls map[string]*CallCount `json:"calls"`
 	// ResultsByStream counts the results this replica sent on streams it
 	// replayed from the store for a call another replica ran.
 	ResultsByStream map[string]int `json:"results_by_stream,omitempty"`
 	Produced        int64          `json:"produced"`     // events 1..E produced, over every call
-	ResultsSent     int64          `json:"results_sent"` // results written to a client, on any stream
+	ResultsSent     int64          `json:"results_sent"` // results sent (or whose write failed) to a client, on any stream
 	Killed          int64          `json:"killed"`       // calls whose producer stopped before the result
 }
 
@@ -74,16 +78,22 @@ func (s *Server) countKilled(c *call) {
 	s.cmu.Unlock()
 }
 
-// countResult counts a result written to a client on a stream of stream.
-func (s *Server) countResult(stream string) {
+// countResult counts a result about to be written to a client on a stream
+// of stream, before the write, so that no client can hold a result the
+// counters lack; false when frozen: the result must not go out.
+func (s *Server) countResult(stream string) bool {
 	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.frozen {
+		return false
+	}
 	s.counts.ResultsSent++
 	if tok, ok := s.byStream[stream]; ok {
 		s.counts.Calls[tok].ResultsSent++
 	} else {
 		s.counts.ResultsByStream[stream]++
 	}
-	s.cmu.Unlock()
+	return true
 }
 
 // Snapshot returns a copy of the counters.
@@ -114,9 +124,9 @@ func (s *Server) Snapshot() *Counts {
 	return out
 }
 
-// Freeze stops every call's production, as a crash does, leaves the open
-// streams as they are, waits for the producers to return (up to wait) and
-// returns the counters: what a hard stop would leave, read just before it.
+// Freeze stops every call's production, as a crash does, lets no result
+// out any more, waits for the producers to return (up to wait) and returns
+// the counters: what a hard stop would leave, read just before it.
 func (s *Server) Freeze(wait time.Duration) *Counts {
 	s.cmu.Lock()
 	s.frozen = true

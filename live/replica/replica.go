@@ -360,7 +360,6 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
 		}
 		s.emit(ctx, c, store.Event{Index: int64(i), Data: data, Final: i == a.Events})
-		s.countProduced(c)
 		if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared && i%10 == 0 {
 			s.cfg.Shared.Lease(ctx, c.session, c.stream, s.lease())
 		}
@@ -385,6 +384,9 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 		s.logMu.Lock()
 		s.cfg.Log.Write(line)
 		s.logMu.Unlock()
+	}
+	if ev.Index >= 1 {
+		s.countProduced(c) // before anyone can receive it
 	}
 	if s.hasStore() {
 		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
@@ -563,13 +565,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 		if s.hasStore() {
 			id = c.stream + "_" + strconv.FormatInt(e.Index, 10)
 		}
-		if out.event(id, e.Data) != nil {
-			return false
+		if e.Final && !s.countResult(c.stream) {
+			return false // frozen: nothing more goes out
 		}
-		if e.Final {
-			s.countResult(c.stream)
-		}
-		return !e.Final
+		return out.event(id, e.Data) == nil && !e.Final
 	}
 	for _, e := range past {
 		if !send(e) {
@@ -656,8 +655,14 @@ func (s *Server) claim(stream string) (<-chan struct{}, func(), bool) {
 }
 
 func (s *Server) replayError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrPurged) || errors.Is(err, store.ErrUnknownStream) {
+	if errors.Is(err, store.ErrPurged) {
 		http.Error(w, "events purged", http.StatusBadRequest)
+		return
+	}
+	if errors.Is(err, store.ErrUnknownStream) {
+		// Not purged: the stream lives in another process's memory, or
+		// died with it, as the simulator answers it (400, not purged).
+		http.Error(w, "unknown stream: it is not in this replica's store", http.StatusBadRequest)
 		return
 	}
 	http.Error(w, "event store unavailable", http.StatusServiceUnavailable)
@@ -723,13 +728,10 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 // sendStored sends one event read from the store, counting a result; it
 // reports whether the stream ends (the result went out, or the write failed).
 func (s *Server) sendStored(out *sse, stream string, e store.Event) bool {
-	if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil {
-		return true
+	if e.Final && !s.countResult(stream) {
+		return true // frozen: nothing more goes out
 	}
-	if e.Final {
-		s.countResult(stream)
-	}
-	return e.Final
+	return out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final
 }
 
 // standalone is the GET stream for server-initiated messages; this server

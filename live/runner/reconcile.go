@@ -42,7 +42,8 @@ func serverCounts(ctx context.Context, t *topo.Topology, sc *scenario.Scenario, 
 	for _, c := range counts {
 		for tok, cc := range c.Calls {
 			a := check.AttemptCount{Session: cc.Session, Stream: cc.Stream, Events: cc.Events, Produced: cc.Produced,
-				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: d.Events == topology.EventsMemory && !era2026, StoreFirst: cc.StoreFirst}
+				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: d.Events == topology.EventsMemory && !era2026, StoreFirst: cc.StoreFirst,
+				StoreGone: c.Gone}
 			if cc.Killed {
 				a.KilledAt = cc.KilledNS - base
 			}

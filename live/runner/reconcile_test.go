@@ -44,8 +44,8 @@ func holdsReconciled(t *testing.T, rows []report.Design) {
 			t.Errorf("%s: reconciliation %+v", d.Name, *r)
 			continue
 		}
-		t.Logf("%s: ok: %d calls, %d events received, %d produced (counters), %d streams in Redis, %d purged checked; sources %v",
-			d.Name, r.CallsChecked, r.EventsReceived, *d.EventsProduced, r.StreamsInRedis, r.PurgedChecked, r.Sources)
+		t.Logf("%s: ok: %d calls, %d events received, %d produced (counters), %d streams in Redis, %d lost as purged checked, %d purge answers checked, %d calls with unproduced events; sources %v",
+			d.Name, r.CallsChecked, r.EventsReceived, *d.EventsProduced, r.StreamsInRedis, r.PurgedChecked, r.PurgeAnswers, r.UnproducedCalls, r.Sources)
 	}
 }
 
@@ -70,7 +70,13 @@ func TestReconciliation(t *testing.T) {
 		sc.Workload.EventsMin, sc.Workload.EventsMax = 10, 40
 		c := sc.Faults[0].(*faults.Crash)
 		c.At, c.RestartAfter = 8*time.Second, 3*time.Second
-		holdsReconciled(t, reconciled(t, bin, sc, nil, []string{"memory-sticky", "redis-events", "redis-shared"}))
+		rows := reconciled(t, bin, sc, nil, []string{"memory-sticky", "redis-events", "redis-shared"})
+		holdsReconciled(t, rows)
+		for _, d := range rows {
+			if r := d.Reconciliation; r != nil && r.UnproducedCalls == 0 {
+				t.Errorf("%s: no call with unproduced events was held to the counters: the crash killed nothing running", d.Name)
+			}
+		}
 	})
 	// long-outage-eviction sends half the go-sdk clients away past
 	// retention at 150 s for 90 s; here at 8 s for 25 s, with the same
@@ -85,14 +91,15 @@ func TestReconciliation(t *testing.T) {
 		c.At, c.Away = 8*time.Second, 25*time.Second
 		rows := reconciled(t, bin, sc, sets, []string{"memory-sticky", "redis-events"})
 		holdsReconciled(t, rows)
-		var purged int64
+		var purged, answers int64
 		for _, d := range rows {
 			if d.Reconciliation != nil {
 				purged += d.Reconciliation.PurgedChecked
+				answers += d.Reconciliation.PurgeAnswers
 			}
 		}
-		if purged == 0 {
-			t.Errorf("no event was lost as purged: the run did not exercise the purge check")
+		if purged == 0 || answers == 0 {
+			t.Errorf("%d events lost as purged, %d resumes answered purged: the run did not exercise the purge checks", purged, answers)
 		}
 	})
 }

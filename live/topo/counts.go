@@ -43,10 +43,12 @@ func (t *Topology) freezeSlot(ctx context.Context, slot int) {
 	if u == "" {
 		return
 	}
-	t.freeze(ctx, pid, u)
+	t.freeze(ctx, pid, u, true)
 }
 
-func (t *Topology) freeze(ctx context.Context, pid int, base string) {
+// freeze reads one replica's counters, its production stopped; gone says
+// the process ends right after.
+func (t *Topology) freeze(ctx context.Context, pid int, base string, gone bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+FreezePath, nil)
 	if err != nil {
 		return
@@ -60,6 +62,7 @@ func (t *Topology) freeze(ctx context.Context, pid int, base string) {
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&c) != nil {
 		return
 	}
+	c.Gone = gone
 	t.mu.Lock()
 	t.counts = append(t.counts, &c)
 	t.mu.Unlock()
@@ -88,7 +91,7 @@ func (t *Topology) Counts(ctx context.Context) (counts []*replica.Counts, missin
 	}
 	sort.Ints(pids)
 	for _, pid := range pids {
-		t.freeze(ctx, pid, live[pid])
+		t.freeze(ctx, pid, live[pid], false)
 	}
 	t.mu.Lock()
 	counts = slices.Clone(t.counts)
