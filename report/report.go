@@ -2,11 +2,13 @@
 // consumer (plots, thresholds, compare, plan, agreement) reads, with its
 // writers (report.json, summary.md, series.csv) and its reader.
 //
-// The metric names and their meaning follow docs/domain.md §6. Every count is made
-// where it happens, by the engine, never derived from the other counts, so
-// that Conservation is a real check:
+// The metric names and their meaning follow docs/domain.md §6. Conservation,
 //
 //	events_expected = events_delivered + events_lost + events_pending
+//
+// holds by construction in both engines (each undelivered index of a call is
+// lost or pending), a sanity assertion; the independent checks are the
+// simulator's per-event oracle and the live engine's Reconciliation.
 package report
 
 import (
