@@ -235,7 +235,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if own != nil && own.URL != "" {
 		endpoint = own.URL
 	} else {
-		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr})
+		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr, Counts: true})
 		if err != nil {
 			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 		}

@@ -30,7 +30,7 @@ func (t *Topology) reconcilable() bool {
 // freezeSlot reads the counters of slot's replica just before a hard stop:
 // production stops first, so that nothing is produced after the reading.
 func (t *Topology) freezeSlot(ctx context.Context, slot int) {
-	if !t.reconcilable() {
+	if !t.opts.Counts || !t.reconcilable() {
 		return
 	}
 	t.mu.Lock()

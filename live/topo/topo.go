@@ -51,6 +51,10 @@ type Options struct {
 	RedisAddr string
 	LogDir    string   // where replicas write their production logs; none when empty
 	Set       []string // --set overrides the replicas load the scenario with
+	// Counts reads a reference replica's counters just before each hard
+	// stop (see Counts), which stops its production a moment early; a live
+	// run sets it, `stormsim up` does not.
+	Counts bool
 }
 
 // Topology is a running live topology. Its methods are safe for concurrent
