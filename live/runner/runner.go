@@ -532,6 +532,9 @@ loop:
 		HTTP:              &m,
 	}
 	row.EventsProduced, row.Reconciliation = reconcile(h, j, counts, noCounts)
+	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
+		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
+	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.Notes = append(row.Notes, storeNotes...)
 	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
