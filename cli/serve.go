@@ -113,12 +113,19 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	if mem, ok := cfg.Store.(*store.Memory); ok {
 		storeBytes = mem.Bytes
 	}
-	hs, drain, err := listenAndWait(ctx, env, addr, srv, srv.Healthy, storeBytes)
+	hs, drain, err := listenAndWait(ctx, env, addr, srv, srv.Healthy, storeBytes, countRoutes(srv)...)
 	if err != nil {
 		return err
 	}
 	if drain {
 		srv.Drain() // returns once the calls are done or the drain limit passed
+		if logPath != "" {
+			// The endpoint goes with the process: a planned stop leaves its
+			// counters beside the production log.
+			c := srv.Freeze(5 * time.Second) // whatever the drain limit killed has stopped
+			c.Gone = true
+			writeCounts(topo.CountsFile(logPath, os.Getpid()), c)
+		}
 	} else {
 		srv.Kill()
 	}
@@ -153,8 +160,11 @@ func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done fun
 // event store holds on /stormsim/store ({"bytes": N}; 404 without) at addr, prints "listening on http://ADDR/mcp", and
 // waits for SIGTERM (drain: true) or the end of ctx (false). The caller
 // shuts hs down.
-func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool, storeBytes func() int64) (hs *http.Server, drain bool, err error) {
+func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool, storeBytes func() int64, routes ...route) (hs *http.Server, drain bool, err error) {
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.HandleFunc(r.pattern, r.h)
+	}
 	mux.Handle("/mcp", mcp)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !healthy() {
@@ -196,6 +206,38 @@ func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler,
 		case <-time.After(100 * time.Millisecond):
 			return hs, false, nil
 		}
+	}
+}
+
+// route is one more handler of a replica's stormsim endpoint.
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+// countRoutes serve the reference replica's counters: GET reads them, POST
+// to the freeze path stops production first (just before a hard stop, and
+// at the end of a run) and returns them.
+func countRoutes(srv *replica.Server) []route {
+	serve := func(w http.ResponseWriter, c *replica.Counts) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(c) //nolint:errcheck // the client reads what arrives
+	}
+	return []route{
+		{"GET " + topo.CountsPath, func(w http.ResponseWriter, _ *http.Request) { serve(w, srv.Snapshot()) }},
+		{"POST " + topo.FreezePath, func(w http.ResponseWriter, _ *http.Request) { serve(w, srv.Freeze(5*time.Second)) }},
+	}
+}
+
+// writeCounts writes a replica's counters to path; a failure is reported on
+// stderr and leaves the replica's calls not reconcilable.
+func writeCounts(path string, c *replica.Counts) {
+	b, err := json.Marshal(c)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "serve: writing the counters to %s: %v\n", path, err)
 	}
 }
 

@@ -2,11 +2,13 @@
 // consumer (plots, thresholds, compare, plan, agreement) reads, with its
 // writers (report.json, summary.md, series.csv) and its reader.
 //
-// The metric names and their meaning follow docs/domain.md §6. Every count is made
-// where it happens, by the engine, never derived from the other counts, so
-// that Conservation is a real check:
+// The metric names and their meaning follow docs/domain.md §6. Conservation,
 //
 //	events_expected = events_delivered + events_lost + events_pending
+//
+// holds by construction in both engines (each undelivered index of a call is
+// lost or pending), a sanity assertion; the independent checks are the
+// simulator's per-event oracle and the live engine's Reconciliation.
 package report
 
 import (
@@ -142,6 +144,14 @@ type Design struct {
 	// Isolation is what the isolation probes sent and were sent: live
 	// runs with probes only. Their requests are in no other field.
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// EventsProduced, in a live run on stormsim's reference replica, is
+	// how many events (1..E of every call attempt) the replicas' own
+	// counters say they produced: the server side's count, not the
+	// production log's.
+	EventsProduced *int64 `json:"events_produced,omitempty"`
+	// Reconciliation, in a live run, is the clients' histories held to
+	// sources the checker does not judge from (live/check.Reconcile).
+	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
 }
 
 // Isolation is a design's isolation probes: extra sessions that present
@@ -180,6 +190,36 @@ func (l Leak) String() string {
 	}
 	return "event " + l.EventID + " of session " + owner + " (call " + l.Call + ") sent to probe session " + probe +
 		" (" + l.Probe + ", Last-Event-ID " + l.LastEventID + ")"
+}
+
+// Reconciliation is a live run's histories held to independent server-side
+// counts: the replicas' in-memory counters and, for Redis, XINFO STREAM.
+type Reconciliation struct {
+	OK bool `json:"ok"`
+	// NotReconcilable says why there was nothing to reconcile with (a
+	// server whose counters stormsim cannot read); OK is false then.
+	NotReconcilable string `json:"not_reconcilable,omitempty"`
+	// Sources are the independent sources used.
+	Sources []string `json:"sources,omitempty"`
+	// Checked counts what was held to them.
+	CallsChecked    int64      `json:"calls_checked"`
+	EventsReceived  int64      `json:"events_received"`  // receipts held to the counters
+	StreamsInRedis  int64      `json:"streams_in_redis"` // streams held to XINFO STREAM
+	PurgedChecked   int64      `json:"purged_checked"`   // events lost as purged held to the counters
+	PurgeAnswers    int64      `json:"purge_answers"`    // resumes answered 400 purged held to the stores
+	UnproducedCalls int64      `json:"unproduced_calls"` // calls with unproduced events held to the killed attempts
+	Unreconciled    int64      `json:"unreconciled"`     // calls no counter covers (Missing)
+	Missing         []string   `json:"missing,omitempty"`
+	MismatchCount   int64      `json:"mismatch_count"`
+	Mismatches      []Mismatch `json:"mismatches,omitempty"` // the first 50
+}
+
+// Mismatch is one disagreement between the histories and a server-side
+// source, with the call it is about.
+type Mismatch struct {
+	Call   string `json:"call"`  // client.seq.attempt token, as in the production log
+	Check  string `json:"check"` // phantom, production, result, unproduced, purged, redis
+	Detail string `json:"detail"`
 }
 
 // JudgedClientSide marks a design judged from the client side alone.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -204,6 +205,9 @@ type engine struct {
 	memCheck func(e *engine, op memOp, p, ai int32)
 	polled   int64
 	ctx      stopper
+
+	or        *oracle // the per-event oracle riding on this run, in tests; nil otherwise
+	mutReplay int32   // a test's deliberate error in the replay count; 0 otherwise
 }
 
 // Audit holds checks the report does not carry, for tests.
@@ -356,6 +360,9 @@ func (e *engine) run() {
 		e.now = ev.at
 		e.stats.QueueEvents++
 		e.stats.PendingSum += int64(e.q.Len())
+		if e.or != nil {
+			e.or.catchUp(e, ev.at)
+		}
 		e.dispatch(ev)
 		if e.stats.QueueEvents&0xffff == 0 {
 			if e.ctx != nil && e.ctx.Err() != nil {
@@ -368,6 +375,9 @@ func (e *engine) run() {
 		}
 	}
 	e.now = e.horizon
+	if e.or != nil {
+		e.or.catchUp(e, e.horizon)
+	}
 	e.finish()
 	if e.progress != nil {
 		e.progress(e.horizon - e.polled)
@@ -428,6 +438,9 @@ func (e *engine) dispatch(ev event) {
 				// its result, a drop (docs/domain.md §6), though nothing
 				// follows it.
 				e.t.Drops++
+				if e.or != nil {
+					e.or.drop(ev.id, e.now, e.or.conn[ev.id].req, check.DropTimeout)
+				}
 			}
 			e.act(ev.id, c, c.brain.Step(clients.Input{Kind: clients.InCallTimeout}))
 		}
@@ -484,6 +497,9 @@ func (e *engine) startCall(id int32, c *client) {
 	e.t.EventsExpected += int64(n)
 	c.ctok++
 	c.call.start = e.now
+	if e.or != nil {
+		e.or.startCall(id, c, e.now)
+	}
 	// A call that streams without trouble ends long before its timeout, so
 	// the timeout is queued only when something goes wrong (armTimeout), or
 	// now when the call could not finish in time anyway.
@@ -540,6 +556,9 @@ func (e *engine) send(id int32, c *client, a clients.Action) {
 	}
 	b := e.bucket(e.now)
 	e.t.Requests++
+	if e.or != nil {
+		e.or.send(id, c, a, e.now)
+	}
 	if a.Req != clients.ReqInitialize && c.brain.HasSession() {
 		e.t.SessionRequests++
 		e.series.SessionRequests[b]++
@@ -613,6 +632,9 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 	if a.stored && e.events == topology.EventsMemory {
 		e.memAdd(p, ai)
 	}
+	if e.or != nil {
+		e.or.startAttempt(e, id, ai, e.now)
+	}
 	e.schedule(a.start+int64(a.e)*a.iv, evAttemptDone, ai, 0)
 	e.connect(c, id, connCall, ai, p, e.now, 0)
 }
@@ -628,6 +650,9 @@ func (e *engine) connect(c *client, id int32, kind uint8, ai, p int32, from int6
 	if kind != connStandalone {
 		e.open++
 		e.scheduleDrop(id, c)
+	}
+	if e.or != nil {
+		e.or.connect(e, id, c, e.now)
 	}
 }
 
@@ -668,6 +693,9 @@ func (e *engine) disconnect(id int32, c *client) {
 	if k.kind == connNone {
 		return
 	}
+	if e.or != nil {
+		e.or.streamEnd(e, id, c, e.now)
+	}
 	pr := &e.procs[k.proc]
 	last := pr.conns[len(pr.conns)-1]
 	pr.conns[k.slot] = last
@@ -700,7 +728,7 @@ func (e *engine) settle(c *client) {
 	}
 	upto := e.reached(c, a)
 	if k.replayN > 0 {
-		e.t.EventsReplayed += int64(k.replayN) // the replay arrived
+		e.t.EventsReplayed += int64(k.replayN + e.mutReplay) // the replay arrived
 		k.replayN = 0
 	}
 	if upto > a.live {
@@ -751,6 +779,9 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 	in.HasID = e.events != topology.EventsNone && !e.noResume && cursor >= 0
 	if k.kind != connStandalone {
 		e.t.Drops++
+		if e.or != nil {
+			e.or.drop(id, e.now, e.or.conn[id].req, check.DropServer)
+		}
 		c.call.dropped = true
 		c.call.lastDrop = e.now
 		e.armTimeout(id, c)
@@ -974,6 +1005,9 @@ func (e *engine) endCall(id int32, c *client, a clients.Action) {
 	cl := &c.call
 	if !cl.active {
 		return
+	}
+	if e.or != nil {
+		e.or.endCall(id, a, e.now)
 	}
 	maxP := cl.maxProduced
 	if cl.attempt >= 0 {
@@ -1403,6 +1437,11 @@ func (e *engine) finish() {
 		if !a.ended {
 			a.endN = e.produced(a, e.now)
 			e.appendOps(a)
+			// An attempt still running re-did what earlier ones had
+			// produced as much as one that ended (endAttempt).
+			if earlier := max(a.prevMax, e.chainMax(a.prev)); earlier > 0 {
+				e.t.EventsRedone += int64(min(a.endN, earlier))
+			}
 		}
 	}
 	var run int64

@@ -37,6 +37,10 @@ type Options struct {
 	// memCheck, in tests, is called after every change to an in-memory
 	// store (memOp), to hold it to a store that evicts append by append.
 	memCheck func(e *engine, op memOp, p, ai int32)
+	// oracle, in tests, runs the per-event oracle (oracle.go) on every
+	// design; mutReplay adds a deliberate error to the engine's replay count.
+	oracle    bool
+	mutReplay int32
 }
 
 // Output is a run's report plus what the report does not carry.
@@ -44,6 +48,8 @@ type Output struct {
 	Report *report.Report
 	Audit  map[string]*Audit
 	Stats  map[string]Stats
+
+	oracles map[string]*oracle // with Options.oracle, by design
 }
 
 // Horizon is the virtual time a run covers: the scenario plus its drain.
@@ -111,6 +117,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				return
 			}
 			e.memCheck = opts.memCheck
+			e.mutReplay = opts.mutReplay
+			if opts.oracle {
+				e.or = newOracle(e)
+			}
 			start := time.Now() // for the benchmark's cost per event only
 			e.run()
 			e.stats.Busy = time.Since(start)
@@ -125,7 +135,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, firstErr
 	}
 
-	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}}
+	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}, oracles: map[string]*oracle{}}
 	r := Header(sc, "sim")
 	for i, e := range engines {
 		d := designs[i]
@@ -142,6 +152,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		a := e.audit
 		out.Audit[d.Name] = &a
 		out.Stats[d.Name] = e.stats
+		if e.or != nil {
+			out.oracles[d.Name] = e.or
+		}
 	}
 	out.Report = r
 	return out, nil

@@ -278,6 +278,9 @@ func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
 // slot, and feeds it to the brain.
 func (e *engine) answer(id int32, c *client, in clients.Input) {
 	e.releaseSlot(c)
+	if e.or != nil {
+		e.or.answer(id, in, e.now)
+	}
 	carried, key := c.req != clients.ReqInitialize && c.brain.HasSession(), c.sess
 	if in.Status >= 300 {
 		e.armTimeout(id, c)

@@ -15,6 +15,9 @@ type Judgment struct {
 	Replay   []float64 // replay latencies, ms
 	Recovery []float64 // recovery latencies, ms
 	Series   report.Series
+	// Unproduced holds, per call {client, seq} whose producer died, the
+	// events it counted unproduced: what Reconcile holds to the counters.
+	Unproduced map[[2]int32]int64
 }
 
 type key struct{ c, k int32 }
@@ -301,7 +304,11 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 				later = true
 			}
 		}
-		if later || at < c.Start || (c.End >= 0 && c.End < at) {
+		// The death lies in (lastT, at]: a call that ended after the last
+		// event may have ended because of it (a client that fails the
+		// moment its stream breaks ends before at), one that ended by then
+		// did not.
+		if later || at < c.Start || (c.End >= 0 && c.End <= a.lastT) {
 			continue
 		}
 		if death < 0 || at < death {
@@ -322,6 +329,10 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			}
 		}
 		t.EventsUnproduced += int64(c.E - maxP)
+		if j.Unproduced == nil {
+			j.Unproduced = map[[2]int32]int64{}
+		}
+		j.Unproduced[[2]int32{c.Client, c.Seq}] = int64(c.E - maxP)
 	}
 	for i, a := range cs.attempts {
 		if a == nil {

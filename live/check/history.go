@@ -4,13 +4,17 @@
 // those records afterwards, instead of trusting counters kept during the
 // run.
 //
-// Every term of the conservation law is counted on its own: delivered from
-// the receipts, lost from a per-event classification of the events a call
-// never received, pending from the calls still open at the end. So
+// Delivered is counted from the receipts, lost from a per-event
+// classification of the events a call never received, pending from the
+// calls still open at the end. Each index of a call lands in exactly one of
+// these, so
 //
 //	events_expected = events_delivered + events_lost + events_pending
 //
-// is a real check of the history and of the checker.
+// holds by construction, as do events_lost = the sum of lost_by_cause and
+// calls = completed + failed + pending: sanity assertions, not evidence.
+// The evidence is Reconcile, which holds a judged history to the replicas'
+// own counters and to Redis, sources Judge does not read.
 package check
 
 import (

@@ -77,6 +77,12 @@ type Server struct {
 
 	logMu sync.Mutex
 
+	// The counters (counts.go), kept apart from the log; cmu guards them.
+	cmu      sync.Mutex
+	counts   Counts
+	byStream map[string]string // progress token by stream, for the calls run here
+	frozen   bool
+
 	rngMu sync.Mutex
 	rng   *mrand.Rand // jitter of retry hints, seeded once from crypto/rand
 }
@@ -108,7 +114,8 @@ func New(cfg Config) *Server {
 	rand.Read(seed[:])
 	rng := mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	return &Server{cfg: cfg, kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
-		live: map[string]bool{}, closing: make(chan struct{}), rng: rng}
+		live: map[string]bool{}, closing: make(chan struct{}), rng: rng,
+		counts: Counts{Calls: map[string]*CallCount{}, ResultsByStream: map[string]int{}}, byStream: map[string]string{}}
 }
 
 func (s *Server) stateless() bool {
@@ -328,6 +335,7 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 	padJSON, _ := json.Marshal(strings.Repeat("x", a.Bytes))
 	tokJSON, _ := json.Marshal(token)
 	c.logHead = logHead(c)
+	s.countStart(c)
 	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
 	if s.priming() {
 		s.emit(ctx, c, store.Event{Index: 0})
@@ -340,6 +348,7 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 	for i := 1; i <= a.Events; i++ {
 		select {
 		case <-ctx.Done():
+			s.countKilled(c)
 			return // the process died: the rest is never produced
 		case <-tick.C:
 		}
@@ -375,6 +384,9 @@ func (s *Server) emit(ctx context.Context, c *call, ev store.Event) {
 		s.logMu.Lock()
 		s.cfg.Log.Write(line)
 		s.logMu.Unlock()
+	}
+	if ev.Index >= 1 {
+		s.countProduced(c) // before anyone can receive it
 	}
 	if s.hasStore() {
 		s.cfg.Store.Append(ctx, c.session, c.stream, ev) //nolint:errcheck // a failed append is a gap, by design
@@ -553,6 +565,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 		if s.hasStore() {
 			id = c.stream + "_" + strconv.FormatInt(e.Index, 10)
 		}
+		if e.Final && !s.countResult(c.stream) {
+			return false // frozen: nothing more goes out
+		}
 		return out.event(id, e.Data) == nil && !e.Final
 	}
 	for _, e := range past {
@@ -643,8 +658,14 @@ func (s *Server) claim(session, stream string) (<-chan struct{}, func(), bool) {
 }
 
 func (s *Server) replayError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrPurged) || errors.Is(err, store.ErrUnknownStream) {
+	if errors.Is(err, store.ErrPurged) {
 		http.Error(w, "events purged", http.StatusBadRequest)
+		return
+	}
+	if errors.Is(err, store.ErrUnknownStream) {
+		// Not purged: the stream lives in another process's memory, or
+		// died with it, as the simulator answers it (400, not purged).
+		http.Error(w, "unknown stream: it is not in this replica's store", http.StatusBadRequest)
 		return
 	}
 	http.Error(w, "event store unavailable", http.StatusServiceUnavailable)
@@ -666,7 +687,7 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 	}
 	last := index
 	for _, e := range evs {
-		if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final {
+		if s.sendStored(out, stream, e) {
 			return
 		}
 		last = e.Index
@@ -689,7 +710,7 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 			return
 		}
 		for _, e := range more {
-			if out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final {
+			if s.sendStored(out, stream, e) {
 				return
 			}
 			last = e.Index
@@ -711,6 +732,15 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session
 			}
 		}
 	}
+}
+
+// sendStored sends one event read from the store, counting a result; it
+// reports whether the stream ends (the result went out, or the write failed).
+func (s *Server) sendStored(out *sse, stream string, e store.Event) bool {
+	if e.Final && !s.countResult(stream) {
+		return true // frozen: nothing more goes out
+	}
+	return out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final
 }
 
 // standalone is the GET stream for server-initiated messages; this server

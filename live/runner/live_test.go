@@ -101,6 +101,10 @@ func TestLiveSmoke(t *testing.T) {
 		}
 	})
 
+	// The histories held to the replicas' own counters and to Redis
+	// (check.Reconcile): ok in every design.
+	t.Run("Reconciliation", func(t *testing.T) { holdsReconciled(t, r.Designs) })
+
 	// The live engine samples the store while it runs: nothing for the
 	// designs without one; for the others the store fills while the calls
 	// stream and empties as the sessions end.

@@ -236,7 +236,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if own != nil && own.URL != "" {
 		endpoint = own.URL
 	} else {
-		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr})
+		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr, Counts: true})
 		if err != nil {
 			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
 		}
@@ -459,6 +459,8 @@ loop:
 		return report.Design{}, nil, nil, nil, err
 	}
 	var exits []topo.Exit
+	// The server side's own counts, read before the replicas go.
+	counts, noCounts := serverCounts(ctx, t, sc, d, dr.t0)
 	if t != nil {
 		t.Close() // every replica is gone: the production logs are complete
 		exits = t.Exits()
@@ -539,6 +541,10 @@ loop:
 		ReplayLatencyMS:   report.Summarise(j.Replay),
 		RecoveryLatencyMS: report.Summarise(j.Recovery),
 		HTTP:              &m,
+	}
+	row.EventsProduced, row.Reconciliation = reconcile(h, j, counts, noCounts)
+	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
+		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.Notes = append(row.Notes, storeNotes...)

@@ -122,3 +122,16 @@ func (m *Memory) Bytes() int64 {
 	defer m.mu.Unlock()
 	return m.nBytes
 }
+
+// First is the first index the store still holds for the stream (one past
+// the last event appended when it holds none of them), and false when it
+// holds no such stream: the evictions a reconciliation can see.
+func (m *Memory) First(session, stream string) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.streams[session][stream]
+	if s == nil {
+		return 0, false
+	}
+	return s.first, true
+}

@@ -414,3 +414,30 @@ func StreamBytes(ctx context.Context, rdb redis.UniversalClient) (int64, error) 
 		}
 	}
 }
+
+// StreamStat is what XINFO STREAM says of one call's stream.
+type StreamStat struct {
+	Exists       bool
+	EntriesAdded int64 // every entry ever added, trimmed ones included (Redis 7)
+	Length       int64
+	FirstIndex   int64 // the index of the first entry held; -1 when empty
+}
+
+// StreamInfo reads XINFO STREAM of (session, stream): an independent count
+// of what the stream took, which trimming does not lower.
+func StreamInfo(ctx context.Context, rdb redis.UniversalClient, session, stream string) (StreamStat, error) {
+	info, err := rdb.XInfoStream(ctx, streamKey(session, stream)).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return StreamStat{FirstIndex: -1}, nil
+		}
+		return StreamStat{}, err
+	}
+	st := StreamStat{Exists: true, EntriesAdded: info.EntriesAdded, Length: info.Length, FirstIndex: -1}
+	if info.Length > 0 {
+		if i, err := entryIndex(info.FirstEntry.ID); err == nil {
+			st.FirstIndex = i
+		}
+	}
+	return st, nil
+}

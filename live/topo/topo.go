@@ -36,6 +36,7 @@ import (
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
+	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -50,6 +51,10 @@ type Options struct {
 	RedisAddr string
 	LogDir    string   // where replicas write their production logs; none when empty
 	Set       []string // --set overrides the replicas load the scenario with
+	// Counts reads a reference replica's counters just before each hard
+	// stop (see Counts), which stops its production a moment early; a live
+	// run sets it, `stormsim up` does not.
+	Counts bool
 }
 
 // Topology is a running live topology. Its methods are safe for concurrent
@@ -78,7 +83,13 @@ type Topology struct {
 	// storeHeld is true while one holds the store down (see StoreFault).
 	storeGen  uint64
 	storeHeld bool
+	// The reference replicas' counters read before a hard stop, and every
+	// replica process started, for Counts.
+	counts  []*replica.Counts
+	started []startedProc
 }
+
+type startedProc struct{ slot, pid int }
 
 // Start brings the topology up: Redis if needed, every replica, the LB.
 func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (*Topology, error) {
@@ -200,6 +211,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	}
 	t.mu.Lock()
 	t.pids[cmd.Process.Pid] = true
+	t.started = append(t.started, startedProc{slot, cmd.Process.Pid})
 	for len(t.slots) <= slot {
 		t.slots = append(t.slots, nil)
 	}
@@ -278,6 +290,7 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 			t.bal.SetInPool(s.Replica, false) // a draining replica leaves the pool at once
 			t.signal(s.Replica, syscall.SIGTERM)
 		} else {
+			t.freezeSlot(ctx, s.Replica)
 			t.signal(s.Replica, syscall.SIGKILL)
 			t.noticeDown(s.Replica) // the LB finds out after its health-check delay
 		}
@@ -299,6 +312,8 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 			sig := syscall.SIGKILL
 			if s.Graceful {
 				sig = syscall.SIGTERM
+			} else {
+				t.freezeSlot(ctx, slot)
 			}
 			t.signal(slot, sig)
 		}
@@ -540,4 +555,18 @@ func RedisOptions(u string) (*redis.Options, error) {
 		return &redis.Options{Addr: u}, nil
 	}
 	return redis.ParseURL(u)
+}
+
+// CountsPath is where a reference replica serves its counters
+// (replica.Counts, as JSON); FreezePath, POSTed to, stops its production
+// first. A replica that drains writes them to CountsFile when it stops.
+const (
+	CountsPath = "/stormsim/counts"
+	FreezePath = "/stormsim/counts/freeze"
+)
+
+// CountsFile is where a replica with production log logPath and process id
+// pid leaves its counters when a planned stop ends it.
+func CountsFile(logPath string, pid int) string {
+	return fmt.Sprintf("%s.counts-%d.json", strings.TrimSuffix(logPath, ".jsonl"), pid)
 }

@@ -1,0 +1,323 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/report"
+)
+
+// ServerCounts is what the server side counted, apart from the production
+// logs Judge reads: the reference replicas' in-memory counters and, for a
+// Redis event store, what XINFO STREAM says of each call's stream.
+type ServerCounts struct {
+	// Attempts holds every call attempt a replica counted, by Token.
+	Attempts map[string]AttemptCount
+	// ResultsByStream counts results a replica sent on a stream it
+	// replayed from Redis for a call another replica ran.
+	ResultsByStream map[string]int
+	// Missing names the replica processes whose counters could not be
+	// read; the attempts they ran are unreconciled, not mismatched.
+	Missing []string
+	// Redis holds XINFO STREAM of each attempt's stream, by Token; nil when
+	// the design keeps no events in Redis or Redis did not answer.
+	Redis map[string]StreamInfo
+	// Priming is true when every stream begins with the priming event
+	// (index 0), which XINFO counts and the counters do not.
+	Priming bool
+	// StoreFaults is true when the run faulted the store (an outage or a
+	// restart): appends may have failed, so Redis may hold fewer entries
+	// than were produced.
+	StoreFaults bool
+	// Horizon is the run's end, ns since its start: a kill at or after
+	// horizon − 3 intervals is the end of the run, not a death.
+	Horizon int64
+}
+
+// AttemptCount is one attempt as the replica that ran it counted it.
+type AttemptCount struct {
+	Session, Stream string
+	Events          int   // E
+	Produced        int   // events 1..E produced
+	ResultsSent     int   // its result written to a client
+	Killed          bool  // its producer stopped before the result
+	KilledAt        int64 // ns since the start of the run
+	// Memory is true for an in-memory event store; StoreFirst is then the
+	// first index the store still held when the counters were read (-1: no
+	// such stream), and StoreGone says the store went with its process
+	// right after (a hard or planned stop).
+	Memory     bool
+	StoreFirst int64
+	StoreGone  bool
+}
+
+// StreamInfo is XINFO STREAM of one stream.
+type StreamInfo struct {
+	Exists       bool
+	EntriesAdded int64 // every XADD the stream took, trimmed ones included (Redis 7)
+	Length       int64
+	FirstIndex   int64 // index of the first entry it still holds; -1 when empty
+}
+
+// maxMismatches is how many mismatches a report lists; MismatchCount has
+// them all.
+const maxMismatches = 50
+
+// Reconcile holds a judged history to the server side's own counts:
+//
+//   - no phantom events: every event a client received was produced, as the
+//     counters of the replica that ran its attempt say;
+//   - the production log and the counters agree on how many events each
+//     attempt produced (two records kept apart in the replica);
+//   - a result a client received was sent, as some replica counted it;
+//   - events_unproduced agrees with E minus what the counters say was
+//     produced: for each call Judge found a death in, a replica counted an
+//     attempt of it killed, and E − (the most any attempt produced) ≤ its
+//     unproduced ≤ E − (what the killed attempt produced);
+//   - every resume answered 400 "purged" asked for an event that was
+//     produced and is no longer stored: the in-memory store no longer held
+//     it (or went with its process), or XINFO STREAM shows the stream gone
+//     or starting past it;
+//   - every event lost as purged was produced, unless its call's attempt
+//     was still producing when the run ended. (A replay is all or nothing,
+//     so a call that fails on a purge loses events that are still stored
+//     too: being stored is not a mismatch for them.)
+//   - for Redis, the stream took no more entries than were produced, and
+//     exactly as many when no store fault could fail an append.
+func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation {
+	rec := &report.Reconciliation{Sources: []string{"replica counters"}}
+	if sc.Redis != nil {
+		rec.Sources = append(rec.Sources, "redis XINFO STREAM entries-added")
+	}
+	rec.Missing = sc.Missing
+	miss := func(call, check, format string, args ...any) {
+		rec.MismatchCount++
+		if len(rec.Mismatches) < maxMismatches {
+			rec.Mismatches = append(rec.Mismatches, report.Mismatch{Call: call, Check: check, Detail: fmt.Sprintf(format, args...)})
+		}
+	}
+	incomplete := len(sc.Missing) > 0
+	unreconciled := map[[2]int32]bool{}
+	known := func(tok string, c, k int32) (AttemptCount, bool) {
+		a, ok := sc.Attempts[tok]
+		if !ok && incomplete {
+			unreconciled[[2]int32{c, k}] = true
+		}
+		return a, ok
+	}
+
+	// The production log, per attempt: distinct indices 1..E.
+	logged := map[string]map[int32]bool{}
+	for _, p := range h.Produced {
+		tok := Token(p.Client, p.Seq, p.Attempt)
+		if logged[tok] == nil {
+			logged[tok] = map[int32]bool{}
+		}
+		if !p.Start && p.Index >= 1 {
+			logged[tok][p.Index] = true
+		}
+	}
+	calls := map[[2]int32]*Call{}
+	for i := range h.Calls {
+		c := &h.Calls[i]
+		calls[[2]int32{c.Client, c.Seq}] = c
+	}
+	toks := make([]string, 0, len(logged))
+	for tok := range logged {
+		toks = append(toks, tok)
+	}
+	sort.Strings(toks)
+	for _, tok := range toks {
+		c, k, _, _ := ParseToken(tok)
+		if calls[[2]int32{c, k}] == nil {
+			continue // not one of this run's calls
+		}
+		a, ok := known(tok, c, k)
+		if !ok {
+			if !incomplete {
+				miss(tok, "production", "the production log has %d events of this attempt; no replica counted it", len(logged[tok]))
+			}
+			continue
+		}
+		if n := len(logged[tok]); n != a.Produced {
+			miss(tok, "production", "the production log has %d events, the replica counted %d produced", n, a.Produced)
+		}
+	}
+
+	// Receipts: nothing received that was not produced; results sent.
+	results := map[string]int{}
+	for _, a := range sc.Attempts {
+		results[a.Stream] += a.ResultsSent
+	}
+	for s, n := range sc.ResultsByStream {
+		results[s] += n
+	}
+	seen := map[[4]int32]bool{}
+	for _, r := range h.Receipts {
+		c := calls[[2]int32{r.Client, r.Seq}]
+		if c == nil || r.Index < 1 {
+			continue
+		}
+		k := [4]int32{r.Client, r.Seq, r.Attempt, r.Index}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		rec.EventsReceived++
+		tok := Token(r.Client, r.Seq, r.Attempt)
+		a, ok := known(tok, r.Client, r.Seq)
+		if !ok {
+			if !incomplete {
+				miss(tok, "phantom", "the client received event %d of an attempt no replica counted", r.Index)
+			}
+			continue
+		}
+		if int(r.Index) > a.Produced {
+			miss(tok, "phantom", "the client received event %d; the replica counted %d produced", r.Index, a.Produced)
+		}
+		if r.Index == c.E && results[a.Stream] == 0 {
+			miss(tok, "result", "the client received the result; no replica counted it sent")
+		}
+	}
+
+	// Per call: unproduced and purged.
+	byCall := map[[2]int32][]string{}
+	for tok := range sc.Attempts {
+		c, k, _, ok := ParseToken(tok)
+		if ok {
+			byCall[[2]int32{c, k}] = append(byCall[[2]int32{c, k}], tok)
+		}
+	}
+	for i := range h.Calls {
+		c := &h.Calls[i]
+		key := [2]int32{c.Client, c.Seq}
+		rec.CallsChecked++
+		toks := byCall[key]
+		sort.Strings(toks)
+		name := fmt.Sprintf("c%d.k%d", c.Client, c.Seq)
+		maxAll, minKilled, killed := 0, -1, false
+		for _, tok := range toks {
+			a := sc.Attempts[tok]
+			maxAll = max(maxAll, a.Produced)
+			if a.Killed && a.KilledAt < sc.Horizon-3*h.Interval {
+				killed = true
+				if minKilled < 0 || a.Produced < minKilled {
+					minKilled = a.Produced
+				}
+			}
+		}
+		if u, died := j.Unproduced[key]; died && !unreconciled[key] {
+			rec.UnproducedCalls++
+			switch {
+			case !killed:
+				miss(name, "unproduced", "the checker counted %d unproduced; no replica counted an attempt of the call killed", u)
+			case u < int64(int(c.E)-maxAll) || u > int64(int(c.E)-minKilled):
+				miss(name, "unproduced", "the checker counted %d unproduced; the counters allow %d to %d (E %d, the most produced %d, the killed attempt %d)",
+					u, int(c.E)-maxAll, int(c.E)-minKilled, c.E, maxAll, minKilled)
+			}
+		}
+		if c.End >= 0 && c.Outcome == clients.Failed && c.Cause == clients.CausePurged && !unreconciled[key] {
+			recv := map[int32]bool{}
+			for _, r := range h.Receipts {
+				if r.Client == c.Client && r.Seq == c.Seq {
+					recv[r.Index] = true
+				}
+			}
+			_, died := j.Unproduced[key]
+			running := false // an attempt was still producing when the run ended
+			for _, tok := range toks {
+				if a := sc.Attempts[tok]; a.Killed && a.KilledAt >= sc.Horizon-3*h.Interval {
+					running = true
+				}
+			}
+			for idx := int32(1); idx <= c.E; idx++ {
+				if recv[idx] {
+					continue
+				}
+				producedLog := false
+				for _, tok := range toks {
+					if logged[tok][idx] {
+						producedLog = true
+					}
+				}
+				if died && !producedLog {
+					continue // counted unproduced, not purged
+				}
+				rec.PurgedChecked++
+				produced := false
+				for _, tok := range toks {
+					if sc.Attempts[tok].Produced >= int(idx) {
+						produced = true
+					}
+				}
+				if !produced && !running {
+					miss(name, "purged", "event %d is counted lost as purged; no replica counted it produced, and no attempt was still producing at the end", idx)
+				}
+			}
+		}
+	}
+
+	// Every 400 "purged" asked for an event that was produced and is gone.
+	for i := range h.Requests {
+		r := &h.Requests[i]
+		if r.Kind != clients.ReqResume || r.Status != 400 || !r.Purged || r.Attempt < 0 {
+			continue
+		}
+		tok := Token(r.Client, r.Seq, r.Attempt)
+		a, ok := known(tok, r.Client, r.Seq)
+		if !ok {
+			if !incomplete {
+				miss(tok, "purged", "a resume was answered purged for an attempt no replica counted")
+			}
+			continue
+		}
+		rec.PurgeAnswers++
+		idx := int64(r.Cursor) + 1
+		gone := false
+		if a.Memory && (a.StoreGone || a.StoreFirst < 0 || a.StoreFirst > idx) {
+			gone = true
+		}
+		if si, ok := sc.Redis[tok]; ok && (!si.Exists || si.FirstIndex < 0 || si.FirstIndex > idx) {
+			gone = true
+		}
+		switch {
+		case int64(a.Produced) < idx:
+			miss(tok, "purged", "a resume after event %d was answered purged; the replica counted only %d produced", r.Cursor, a.Produced)
+		case !a.Memory && sc.Redis == nil:
+			// no store view to hold it to: produced is all that is checked
+		case !gone:
+			miss(tok, "purged", "a resume after event %d was answered purged; the store still held event %d at the end", r.Cursor, idx)
+		}
+	}
+
+	// Redis: entries added against events produced.
+	if sc.Redis != nil {
+		rtoks := make([]string, 0, len(sc.Redis))
+		for tok := range sc.Redis {
+			rtoks = append(rtoks, tok)
+		}
+		sort.Strings(rtoks)
+		for _, tok := range rtoks {
+			si := sc.Redis[tok]
+			a, ok := sc.Attempts[tok]
+			if !ok || !si.Exists {
+				continue
+			}
+			rec.StreamsInRedis++
+			want := int64(a.Produced)
+			if sc.Priming {
+				want++
+			}
+			switch {
+			case si.EntriesAdded > want:
+				miss(tok, "redis", "the stream took %d entries; the replica counted %d events produced (priming included)", si.EntriesAdded, want)
+			case !sc.StoreFaults && si.EntriesAdded != want:
+				miss(tok, "redis", "the stream took %d entries, %d were produced (priming included), and no store fault could fail an append", si.EntriesAdded, want)
+			}
+		}
+	}
+	rec.Unreconciled = int64(len(unreconciled))
+	rec.OK = rec.MismatchCount == 0
+	return rec
+}
