@@ -123,7 +123,11 @@ type Design struct {
 	Era      string `json:"era"`
 	// Server is the replica flavour when it is not stormsim's reference
 	// replica ("go-sdk"); Notes say what that changes.
-	Server string   `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Target is the URL of a server the user brings that the clients
+	// talked to directly (--target, server.url): the row is that server,
+	// not the design it was named after, and there was no LB of stormsim's.
+	Target string   `json:"target,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
 	// Judged is JudgedClientSide when the run was judged from the clients'
 	// histories alone (a server the user brings keeps no production log
@@ -148,7 +152,15 @@ const JudgedClientSide = "client-side"
 // they need the server's production log.
 // (events_replayed too: which events on a resume stream had been produced
 // before it was answered needs the production times).
-var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_bytes", "store_peak_ops_per_s"}
+// events_redone is known: the clients see a progress value come again on
+// a later stream.
+var ClientSideUnknown = []string{"events_unproduced", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_bytes", "store_peak_ops_per_s"}
+
+// LengthUnknown are the totals a server whose tool is not told the call's
+// length ({events} is not in server.tool.arguments) leaves unknown as well:
+// a call's expected length is then known only once its result arrives.
+var LengthUnknown = []string{"events_expected", "events_lost", "events_pending",
+	"lost_by_cause.purged", "lost_by_cause.abandoned", "lost_by_cause.other", "lost_fraction"}
 
 // NoProgressUnknown are the totals a server that sends no progress
 // notifications leaves unknown as well: the clients see each call's result
@@ -255,6 +267,15 @@ type Series struct {
 func (s *Series) Columns() ([]string, [][]int64) {
 	return []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"},
 		[][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+}
+
+// Label is how tables name the row: the design, or for a server at a URL
+// the URL and "own server".
+func (d *Design) Label() string {
+	if d.Target != "" {
+		return d.Target + " (own server)"
+	}
+	return d.Name
 }
 
 // Design returns the design by name, or nil.

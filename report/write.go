@@ -100,7 +100,7 @@ func (r *Report) TableRows() ([]string, [][]string) {
 			return strconv.FormatInt(v, 10)
 		}
 		lostPct := pct(t.EventsLost, t.EventsExpected)
-		if d.IsUnknown("events_lost") {
+		if d.IsUnknown("events_lost") || d.IsUnknown("events_expected") {
 			lostPct = "n/a"
 		}
 		storePeak := humanBytes(t.StorePeakBytes)
@@ -108,9 +108,9 @@ func (r *Report) TableRows() ([]string, [][]string) {
 			storePeak = "n/a"
 		}
 		rows = append(rows, []string{
-			d.Name, d.LB, d.Profile,
+			d.Label(), d.LB, d.Profile,
 			strconv.FormatInt(t.Calls, 10), strconv.FormatInt(t.CallsCompleted, 10), strconv.FormatInt(t.CallsFailed, 10), strconv.FormatInt(t.CallsReissued, 10),
-			strconv.FormatInt(t.EventsExpected, 10), count("events_lost", t.EventsLost), lostPct,
+			count("events_expected", t.EventsExpected), count("events_lost", t.EventsLost), lostPct,
 			count("events_replayed", t.EventsReplayed), count("events_unproduced", t.EventsUnproduced),
 			strconv.FormatInt(t.HTTP404, 10), strconv.FormatFloat(t.Rate404, 'f', 3, 64),
 			strconv.FormatInt(t.Resumes, 10), strconv.FormatInt(t.Reconnects, 10),

@@ -128,6 +128,17 @@ type designRun struct {
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
 
+// ownLength is the expected length of a call the workload draws e events
+// long: e, unless the design's own server is not told the length (its
+// tool's arguments have no {events}); then only the result is expected
+// until the server sends more, and the length is unknown (see ownUnknown).
+func (d *designRun) ownLength(e int32) int32 {
+	if d.own != nil && !d.own.HonoursEvents() {
+		return 1
+	}
+	return e
+}
+
 func (d *designRun) seed() (uint64, uint64) { return sim.DesignSeed(d.sc.Seed, d.d.Name) }
 
 // Run runs every selected design of sc live and returns the report.
@@ -459,6 +470,7 @@ loop:
 		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
 		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
 		HaveProduction: own == nil,
+		ByEventID:      own != nil,
 	}
 	for _, c := range cl {
 		ch := c.history()
@@ -530,6 +542,11 @@ loop:
 		HTTP:              &m,
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
+	if own != nil && own.URL != "" {
+		// The clients talked to the URL: no design of stormsim's, no LB.
+		row.Target, row.LB = own.URL, "none"
+		row.Mode, row.Sessions, row.Events = "own server", "own server", "own server"
+	}
 	row.Notes = append(row.Notes, storeNotes...)
 	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
 		row.Notes = append(row.Notes, "store_bytes counts every stormsim event stream in the Redis given by --redis-url, other designs' and earlier runs' included")
@@ -548,11 +565,21 @@ loop:
 		if noProgress {
 			row.Unknown = append(slices.Clone(report.ClientSideUnknown), report.NoProgressUnknown...)
 		}
+		if !own.HonoursEvents() {
+			for _, k := range report.LengthUnknown {
+				if !slices.Contains(row.Unknown, k) {
+					row.Unknown = append(slices.Clone(row.Unknown), k)
+				}
+			}
+		}
 		row.Notes = append(row.Notes, notes...)
 		for _, x := range exits {
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
 		}
 		row.Notes = append(row.Notes, hookNotes...)
+	}
+	if n := row.UnknownNote(); n != "" {
+		row.Notes = append(row.Notes, n)
 	}
 	return row, h, res, marks, nil
 }
