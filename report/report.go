@@ -129,6 +129,10 @@ type Design struct {
 	// not the design it was named after, and there was no LB of stormsim's.
 	Target string   `json:"target,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
+	// ReplicasNeverReady counts the replicas a fault restarted that never
+	// became ready again (live runs of a server the user brings): each is
+	// in a note, a band on the charts and Series.ReplicasDown.
+	ReplicasNeverReady int `json:"replicas_never_ready,omitempty"`
 	// Judged is JudgedClientSide when the run was judged from the clients'
 	// histories alone (a server the user brings keeps no production log
 	// stormsim can read); Unknown then names the totals that could not be
@@ -260,13 +264,21 @@ type Series struct {
 	EventsLost      []int64 `json:"events_lost"`
 	StoreOps        []int64 `json:"store_ops"`
 	StoreBytes      []int64 `json:"store_bytes"`
+	// ReplicasDown, in a live run where a restarted replica never became
+	// ready again, counts the slots down for good at each step: from
+	// their fault to the end of the run. Absent when none was.
+	ReplicasDown []int64 `json:"replicas_down,omitempty"`
 }
 
 // Columns returns the series in a fixed order with their names, for CSV
 // writers and checks.
 func (s *Series) Columns() ([]string, [][]int64) {
-	return []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"},
-		[][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+	names := []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"}
+	cols := [][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+	if s.ReplicasDown != nil {
+		names, cols = append(names, "replicas_down"), append(cols, s.ReplicasDown)
+	}
+	return names, cols
 }
 
 // Label is how tables name the row: the design, or for a server at a URL

@@ -237,7 +237,12 @@ func (r *Report) SeriesCSV() ([]byte, error) {
 		w.Flush()
 		return b.Bytes(), nil
 	}
-	names, _ := r.Designs[0].Series.Columns()
+	var names []string // the widest design's columns: a column a design lacks reads 0
+	for _, d := range r.Designs {
+		if n, _ := d.Series.Columns(); len(n) > len(names) {
+			names = n
+		}
+	}
 	if err := w.Write(append([]string{"design", "t_s"}, names...)); err != nil {
 		return nil, err
 	}
@@ -245,8 +250,12 @@ func (r *Report) SeriesCSV() ([]byte, error) {
 		_, cols := d.Series.Columns()
 		for i := range cols[0] {
 			row := []string{d.Name, strconv.FormatFloat(float64(i)*d.Series.StepS, 'f', -1, 64)}
-			for _, c := range cols {
-				row = append(row, strconv.FormatInt(c[i], 10))
+			for j := range names {
+				v := int64(0)
+				if j < len(cols) {
+					v = cols[j][i]
+				}
+				row = append(row, strconv.FormatInt(v, 10))
 			}
 			if err := w.Write(row); err != nil {
 				return nil, err

@@ -47,7 +47,7 @@ type vclient struct {
 	awayUntil int64
 	nextDrop  int64
 
-	hist check.History // this client's part of the history
+	hist check.History  // this client's part of the history
 	prog *progressIndex // an own server's progress values as indices; nil otherwise
 
 	mu     sync.Mutex         // guards the fields below: the open stream, for cut
@@ -394,8 +394,8 @@ type parsed struct {
 	progress float64
 	isProg   bool // a progress notification: progress is its value
 	token    string
-	result bool
-	rpcErr bool
+	result   bool
+	rpcErr   bool
 }
 
 // parseData reads an event's JSON-RPC message. The reference replica's
