@@ -67,10 +67,10 @@ type sdkClient struct {
 	// stormsim's replicas), and its calls' results, indexed when the
 	// history is sealed: the SDK may hand a call's last notifications
 	// over after its result.
-	progs   map[int32]*progressIndex
-	results []sdkResult
-	awayUntil  int64
-	sealed     bool // the history was handed over: record nothing more
+	progs     map[int32]*progressIndex
+	results   []sdkResult
+	awayUntil int64
+	sealed    bool // the history was handed over: record nothing more
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
