@@ -5,18 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/internal/wait"
 )
 
 // shapeServer is an MCP Streamable HTTP server written by hand for the
@@ -381,4 +385,136 @@ func TestOwnServerProgressShapes(t *testing.T) {
 // targetSet is what `run --target URL` sets.
 func targetSet(url string) []string {
 	return []string{"server.url=" + strconv.Quote(url), `server.command=""`}
+}
+
+// sdkOwnScenario runs go-sdk clients against examples/byo-server; %s is
+// the server table.
+const sdkOwnScenario = `
+[scenario.sdk]
+duration = "6s"
+drain = "4s"
+replicas = 2
+designs = ["memory-sticky"]
+%s
+[scenario.sdk.client]
+impl = "go-sdk"
+[scenario.sdk.workload]
+clients = 16
+arrival_rate = 16
+think = "200ms"
+events_min = 5
+events_max = 10
+event_rate = 20
+[[scenario.sdk.faults]]
+kind = "client-drop"
+at = "3s"
+fraction = 1.0
+away = "200ms"
+`
+
+// TestOwnServerGoSDKClients runs the official go-sdk client against
+// examples/byo-server, started by stormsim ([server] command) and at a URL
+// (--target): the clients call its tool with the scenario's arguments,
+// complete their calls through a client drop, and the report holds known
+// (non-null) delivered and lost counts that add up.
+func TestOwnServerGoSDKClients(t *testing.T) {
+	exe := ownServerBin(t)
+	port, err := freeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := exec.CommandContext(ctx, exe, "-port", strconv.Itoa(port))
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Wait() //nolint:errcheck // killed by cancel
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for deadline := time.Now().Add(wait.For(wait.Ready)); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("byo-server did not listen on %s", url)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		server string
+		sets   []string
+	}{
+		// stormsim runs two replicas behind its LB
+		{"command", "[scenario.sdk.server]\ncommand = " + strconv.Quote(exe+" -port {port}"), nil},
+		// --target: the clients talk to the URL
+		{"target", "[scenario.sdk.server]\ncommand = \"unused {port}\"", targetSet(url)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "s.toml")
+			if err := os.WriteFile(file, []byte(fmt.Sprintf(sdkOwnScenario, tc.server)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := loadFile(t, file, "sdk", tc.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Run(ctx, sc, &Options{File: file, Set: tc.sets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := out.Report.Designs[0]
+			h := out.Histories[d.Name]
+			tt := d.Totals
+			resumes, sdkCalls := 0, 0
+			for _, q := range h.Requests {
+				if q.Kind == clients.ReqResume && q.Status == 200 {
+					resumes++
+				}
+				if q.Kind == clients.ReqCall {
+					sdkCalls++
+				}
+			}
+			js, err := out.Report.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back struct {
+				Designs []struct {
+					Totals map[string]any `json:"totals"`
+				} `json:"designs"`
+			}
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			got := back.Designs[0].Totals
+			t.Logf("calls %d completed %d failed %d; delivered %v lost %v of %d expected; duplicated %d, resumes %d; row %q/%q; notes %q",
+				tt.Calls, tt.CallsCompleted, tt.CallsFailed, got["events_delivered"], got["events_lost"], tt.EventsExpected, tt.EventsDuplicated, resumes, d.Label(), d.LB, d.Notes)
+			if tt.CallsCompleted == 0 || tt.CallsCompleted < tt.Calls*9/10 || sdkCalls == 0 {
+				t.Errorf("%d of %d calls completed (%d call requests): want the go-sdk clients to complete their calls", tt.CallsCompleted, tt.Calls, sdkCalls)
+			}
+			if got["events_delivered"] == nil || got["events_lost"] == nil || tt.EventsDelivered == 0 ||
+				tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending || tt.EventsDuplicated != 0 {
+				t.Errorf("report.json totals %v: want known delivered and lost that add up, no duplicates", got)
+			}
+			if resumes == 0 {
+				t.Error("no resumes: the go-sdk clients did not resume the dropped streams")
+			}
+			if tc.sets != nil && (d.Target != url || !strings.Contains(d.Label(), "own server") || d.LB != "none") {
+				t.Errorf("the --target row is labelled %q, lb %q: want the URL and own server", d.Label(), d.LB)
+			}
+		})
+	}
+}
+
+// freeLoopbackPort asks the kernel for a loopback port nobody listens on.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
