@@ -231,7 +231,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 			t.mu.Unlock()
 			return fail("exited before it was ready (%s)", status)
 		case <-ctx.Done():
-			return errors.Join(ctx.Err(), fail("was cancelled before it was ready"))
+			return errors.Join(ctx.Err(), fail("was still not ready when the run ended"))
 		default:
 		}
 		if time.Now().After(deadline) {
