@@ -178,7 +178,7 @@ func (d *Design) IsUnknown(name string) bool {
 	if len(d.Unknown) == 0 {
 		return false
 	}
-	if cause, ok := strings.CutPrefix(name, "lost_"); ok && cause != "fraction" {
+	if cause, ok := strings.CutPrefix(name, "lost_"); ok && cause != "fraction" && !strings.HasPrefix(cause, "by_cause.") {
 		name = "lost_by_cause." + cause
 	}
 	return slices.Contains(d.Unknown, name)

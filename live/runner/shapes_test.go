@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,11 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/internal/wait"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
 )
 
 // shapeServer is an MCP Streamable HTTP server written by hand for the
@@ -159,6 +163,9 @@ func (s *shapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := msg.Params.Arguments.Events
+	if e == 0 {
+		e = 7 // not told: calls of its own length
+	}
 	s.mu.Lock()
 	s.n++
 	st := &shapeStream{id: fmt.Sprintf("st%d", s.n), tok: msg.Params.Meta.ProgressToken, changed: make(chan struct{})}
@@ -517,4 +524,144 @@ func freeLoopbackPort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// TestOwnServerUnknownsAreNull holds the one rule for unknowns on a real
+// run: a server whose tool is not told the call's length (no {events} in
+// its arguments) leaves the expected length unknown too. Every metric the
+// notes call unknown is listed in the design's unknown, null in
+// report.json, n/a in the table and n/a (failed) to a threshold; every
+// null in report.json's totals is one the notes name; and what is known
+// (events_delivered) is still reported, equal to what the server produced.
+func TestOwnServerUnknownsAreNull(t *testing.T) {
+	srv := newShapeServer("1..N")
+	defer srv.Close()
+	ss := srv.Config.Handler.(*shapeServer)
+	file := filepath.Join(t.TempDir(), "s.toml")
+	sc := fmt.Sprintf(shapesScenario, "") + "[scenario.shapes.server.tool]\narguments = '{\"interval_ms\": {interval_ms}}'\n"
+	sc = strings.Replace(sc, "[scenario.shapes.server.tool]\nname = \"stream\"\n", "", 1)
+	sc = strings.Replace(sc, "[scenario.shapes.server.tool]\n", "[scenario.shapes.server.tool]\nname = \"stream\"\n", 1)
+	if err := os.WriteFile(file, []byte(sc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := targetSet(srv.URL + "/mcp")
+	s, err := loadFile(t, file, "shapes", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), s, &Options{File: file, Set: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Report
+	d := r.Designs[0]
+	_, produced := ss.logical()
+	t.Logf("unknown %v; delivered %d (server produced %d); notes %q", d.Unknown, d.Totals.EventsDelivered, produced, d.Notes)
+
+	// Every metric a note calls unknown or not known.
+	named := map[string]bool{}
+	for _, n := range d.Notes {
+		var list string
+		if l, ok := strings.CutPrefix(n, report.UnknownNotePrefix); ok {
+			list, _, _ = strings.Cut(l, " (")
+		} else if _, l, ok := strings.Cut(n, " so "); ok && strings.Contains(l, " are not known") {
+			list, _, _ = strings.Cut(l, " are not known")
+		} else {
+			continue
+		}
+		for _, m := range strings.Split(list, ", ") {
+			named[strings.TrimSpace(m)] = true
+		}
+	}
+	for _, want := range []string{"events_expected", "events_lost", "events_pending", "lost_fraction", "events_replayed", "events_unproduced"} {
+		if !named[want] {
+			t.Errorf("no note calls %s unknown", want)
+		}
+	}
+
+	js, err := r.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Designs []struct {
+			Totals map[string]any `json:"totals"`
+		} `json:"designs"`
+	}
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	totals := back.Designs[0].Totals
+	lookup := func(key string) (any, bool) {
+		var v any = totals
+		for _, k := range strings.Split(key, ".") {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[k]; !ok {
+				return nil, false
+			}
+		}
+		return v, true
+	}
+	head, rows := r.TableRows()
+	column := map[string]string{"events_expected": "events", "events_lost": "lost", "lost_fraction": "lost%",
+		"events_replayed": "replayed", "events_unproduced": "unproduced", "store_peak_bytes": "store peak"}
+	var checks []scenario.Check
+	for m := range named {
+		if !d.IsUnknown(m) {
+			t.Errorf("a note calls %s unknown; the design's unknown list does not", m)
+		}
+		if v, ok := lookup(m); ok && v != nil {
+			t.Errorf("report.json totals.%s = %v, want null", m, v)
+		} else if !ok && m != "lost_fraction" {
+			t.Errorf("report.json has no totals.%s", m)
+		}
+		metric := m
+		if c, ok := strings.CutPrefix(m, "lost_by_cause."); ok {
+			metric = "lost_" + c
+		}
+		if v, ok := d.Metric(metric); !ok || v != nil {
+			t.Errorf("Metric(%s) = %v, %v: want n/a", metric, v, ok)
+		}
+		checks = append(checks, scenario.Check{Metric: metric, Op: "max", Bound: 1e18})
+		if col, ok := column[m]; ok {
+			i := slices.Index(head, col)
+			if rows[0][i] != "n/a" {
+				t.Errorf("table column %q reads %q for unknown %s, want n/a", col, rows[0][i], m)
+			}
+		}
+	}
+	for _, res := range expect.Evaluate(r, checks) {
+		if res.Pass || !strings.Contains(res.String(), "got n/a") {
+			t.Errorf("threshold %s: pass %v, %q: want failed n/a", res.Name(), res.Pass, res)
+		}
+	}
+	// Every null is named, and the rest is known.
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			switch x := v.(type) {
+			case nil:
+				if !named[prefix+k] {
+					t.Errorf("report.json totals.%s%s is null, but no note calls it unknown", prefix, k)
+				}
+			case map[string]any:
+				walk(prefix+k+".", x)
+			}
+		}
+	}
+	walk("", totals)
+	if v, _ := lookup("events_delivered"); v == nil || d.Totals.EventsDelivered != produced || produced == 0 {
+		t.Errorf("events_delivered %v (%d), the server produced %d: want it known and equal", v, d.Totals.EventsDelivered, produced)
+	}
+	// A report read back keeps the rule: unknown, not 0.
+	back2, err := report.Parse("report.json", js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := back2.Designs[0].Metric("events_lost"); v != nil {
+		t.Errorf("events_lost read back as %v, want n/a", *v)
+	}
 }
