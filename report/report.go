@@ -136,7 +136,8 @@ type Design struct {
 	// Judged is JudgedClientSide when the run was judged from the clients'
 	// histories alone (a server the user brings keeps no production log
 	// stormsim can read); Unknown then names the totals that could not be
-	// known, which are left at 0 and shown as n/a.
+	// known: null in report.json (MarshalJSON), n/a in the table and to
+	// thresholds, named in a note (UnknownNote).
 	Judged  string   `json:"judged,omitempty"`
 	Unknown []string `json:"unknown,omitempty"`
 
