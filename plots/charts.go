@@ -286,8 +286,10 @@ func designsChart(r *report.Report) Chart {
 	for _, d := range r.Designs {
 		col := StyleOf(d.Name).Color
 		lp, lt := 0.0, "n/a" // a loss the run could not know is no bar
-		if f, _ := d.Metric("lost_fraction"); f != nil {
-			lp = 100 * *f
+		if f, _ := d.Metric("lost_fraction"); f != nil && !d.IsUnknown("events_lost") && !d.IsUnknown("events_expected") {
+			if d.Totals.EventsExpected > 0 {
+				lp = 100 * float64(d.Totals.EventsLost) / float64(d.Totals.EventsExpected)
+			}
 			lt = strconv.FormatFloat(lp, 'f', 1, 64) + "%"
 		}
 		lost.Bars = append(lost.Bars, Bar{Design: d.Name, Value: lp, Text: lt, Color: col})
