@@ -132,7 +132,7 @@ func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
 // ownLength is the expected length of a call the workload draws e events
 // long: e, unless the design's own server is not told the length (its
 // tool's arguments have no {events}); then only the result is expected
-// until the server sends more, and the length is unknown (see ownUnknown).
+// until the server sends more, and the length is unknown (report.LengthUnknown).
 func (d *designRun) ownLength(e int32) int32 {
 	if d.own != nil && !d.own.HonoursEvents() {
 		return 1
