@@ -41,7 +41,9 @@ import (
 //   - "dupid": progress 1..E-1 of E, then the result, and the second
 //     event of every call is written twice with the same id;
 //   - "restart": like "dupid" without the repeat, but a resume restarts
-//     the call's progress from its first event, with new ids.
+//     the call's progress from its first event, with new ids;
+//   - "gap": like "restart", but a resume skips the first progress event
+//     after its cursor, as a store that lost it would: that event is lost.
 type shapeServer struct {
 	shape string
 
@@ -52,6 +54,7 @@ type shapeServer struct {
 	// What the server really sent, counted once written and flushed.
 	dupSent    int64 // events written a second time with the same id
 	redoneSent int64 // events re-sent on a resume at or before its cursor
+	skipped    int64 // events a resume skipped
 }
 
 type shapeStream struct {
@@ -114,9 +117,23 @@ func (s *shapeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no such event", http.StatusBadRequest)
 			return
 		}
-		if s.shape == "restart" {
+		switch s.shape {
+		case "restart":
 			s.write(w, r, st, 0, pos, "r")
-		} else {
+		case "gap":
+			s.mu.Lock()
+			// The next event is produced and is not the result: skip it.
+			skip := pos+1 < len(st.data) && !(st.done && pos+1 == len(st.data)-1)
+			if skip {
+				s.skipped++
+			}
+			s.mu.Unlock()
+			if skip {
+				s.write(w, r, st, pos+2, -1, "")
+			} else {
+				s.write(w, r, st, pos+1, -1, "")
+			}
+		default:
 			s.write(w, r, st, pos+1, -1, "")
 		}
 		return
@@ -278,8 +295,8 @@ func (s *shapeServer) write(w http.ResponseWriter, r *http.Request, st *shapeStr
 // faults.
 const shapesScenario = `
 [scenario.shapes]
-duration = "6s"
-drain = "4s"
+duration = "4s"
+drain = "3s"
 designs = ["memory-sticky"]
 [scenario.shapes.server.tool]
 name = "stream"
@@ -296,7 +313,7 @@ event_rate = 20
 const shapesDrop = `
 [[scenario.shapes.faults]]
 kind = "client-drop"
-at = "3s"
+at = "2s"
 fraction = 1.0
 away = "200ms"
 `
@@ -308,7 +325,9 @@ away = "200ms"
 // completed calls (the client-drop's cut streams resume; none is lost). A
 // server that really writes an event id twice gets exactly the duplicates
 // it wrote; one whose resumes restart their progress gets exactly the
-// events it re-sent as redone, and no duplicates.
+// events it re-sent as redone, and no duplicates; one whose resumes skip an
+// event loses exactly the events it skipped. The server counts what it
+// sent, so each is an independent check of the client-side judgement.
 func TestOwnServerProgressShapes(t *testing.T) {
 	for _, tc := range []struct {
 		shape  string
@@ -319,6 +338,7 @@ func TestOwnServerProgressShapes(t *testing.T) {
 		{"nototal", shapesDrop},  // 0, 1, … with no total
 		{"dupid", ""},            // every call's second event written twice
 		{"restart", shapesDrop},  // a resume replays the call from its start
+		{"gap", shapesDrop},      // a resume skips one event: lost
 	} {
 		t.Run(tc.shape, func(t *testing.T) {
 			srv := newShapeServer(tc.shape)
@@ -342,8 +362,9 @@ func TestOwnServerProgressShapes(t *testing.T) {
 			tt := d.Totals
 			calls, produced := ss.logical()
 			ss.mu.Lock()
-			dupSent, redoneSent := ss.dupSent, ss.redoneSent
+			dupSent, redoneSent, skipped := ss.dupSent, ss.redoneSent, ss.skipped
 			ss.mu.Unlock()
+			produced -= skipped // produced, but never sent to anyone
 			resumes := 0
 			kinds := map[string]int{}
 			for _, q := range h.Requests {
@@ -365,13 +386,14 @@ func TestOwnServerProgressShapes(t *testing.T) {
 				}
 			}
 			t.Logf("requests %v, drops by cause %v, reissued %d, streams open at the faults %d", kinds, causes, tt.CallsReissued, open)
-			t.Logf("calls %d completed %d pending %d (server completed %d); delivered %d of %d (server produced %d); lost %d, duplicated %d (sent %d), redone %d (re-sent %d), resumes %d",
-				tt.Calls, tt.CallsCompleted, tt.CallsPending, calls, tt.EventsDelivered, tt.EventsExpected, produced, tt.EventsLost, tt.EventsDuplicated, dupSent, tt.EventsRedone, redoneSent, resumes)
+			t.Logf("calls %d completed %d pending %d (server completed %d); delivered %d of %d (server sent %d); lost %d (skipped %d), duplicated %d (sent %d), redone %d (re-sent %d), resumes %d",
+				tt.Calls, tt.CallsCompleted, tt.CallsPending, calls, tt.EventsDelivered, tt.EventsExpected, produced, tt.EventsLost, skipped, tt.EventsDuplicated, dupSent, tt.EventsRedone, redoneSent, resumes)
 			if tt.CallsCompleted == 0 || tt.CallsCompleted != calls || tt.CallsFailed != 0 || tt.CallsPending != 0 {
 				t.Errorf("%d calls completed, %d failed, %d pending; the server completed %d: want every call completed", tt.CallsCompleted, tt.CallsFailed, tt.CallsPending, calls)
 			}
-			if tt.EventsDelivered != produced || tt.EventsLost != 0 || tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
-				t.Errorf("delivered %d, lost %d, pending %d of %d expected; the server produced %d", tt.EventsDelivered, tt.EventsLost, tt.EventsPending, tt.EventsExpected, produced)
+			if tt.EventsDelivered != produced || tt.EventsLost != skipped || tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending ||
+				(tc.shape == "gap") != (skipped > 0) {
+				t.Errorf("delivered %d, lost %d, pending %d of %d expected; the server sent %d and skipped %d", tt.EventsDelivered, tt.EventsLost, tt.EventsPending, tt.EventsExpected, produced, skipped)
 			}
 			if tt.EventsDuplicated != dupSent || (tc.shape == "dupid") != (dupSent > 0) {
 				t.Errorf("%d duplicates, the server wrote %d", tt.EventsDuplicated, dupSent)
