@@ -285,11 +285,14 @@ func designsChart(r *report.Report) Chart {
 	p99 := Panel{Title: "replay latency p99", YLabel: "ms (n/a: no replays)"}
 	for _, d := range r.Designs {
 		col := StyleOf(d.Name).Color
-		lp := 0.0
-		if d.Totals.EventsExpected > 0 {
-			lp = 100 * float64(d.Totals.EventsLost) / float64(d.Totals.EventsExpected)
+		lp, lt := 0.0, "n/a" // a loss the run could not know is no bar
+		if f, _ := d.Metric("lost_fraction"); f != nil && !d.IsUnknown("events_lost") && !d.IsUnknown("events_expected") {
+			if d.Totals.EventsExpected > 0 {
+				lp = 100 * float64(d.Totals.EventsLost) / float64(d.Totals.EventsExpected)
+			}
+			lt = strconv.FormatFloat(lp, 'f', 1, 64) + "%"
 		}
-		lost.Bars = append(lost.Bars, Bar{Design: d.Name, Value: lp, Text: strconv.FormatFloat(lp, 'f', 1, 64) + "%", Color: col})
+		lost.Bars = append(lost.Bars, Bar{Design: d.Name, Value: lp, Text: lt, Color: col})
 		rate.Bars = append(rate.Bars, Bar{Design: d.Name, Value: d.Totals.Rate404, Text: strconv.FormatFloat(d.Totals.Rate404, 'f', 3, 64), Color: col})
 		v, text := 0.0, "n/a"
 		if q := d.ReplayLatencyMS.P99; q != nil {

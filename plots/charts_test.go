@@ -343,6 +343,26 @@ func TestDesignsChart(t *testing.T) {
 	}
 }
 
+// A loss the run could not know is n/a on the designs chart, not 0%; a
+// replica that never came back is a band from its fault to the end.
+func TestDesignsChartUnknownAndNeverReady(t *testing.T) {
+	t.Parallel()
+	r := fixture(t)
+	r.Designs[0].Unknown = []string{"events_expected", "events_lost", "lost_fraction"}
+	r.Faults = append(r.Faults, report.Fault{Kind: report.KindNeverReady, Label: "replica 1 never ready again", AtS: 25, UntilS: 60, Unscheduled: true})
+	c := chartsOf(t, r)
+	if b := c["designs"].Panels[0].Bars[0]; b.Text != "n/a" || b.Value != 0 {
+		t.Errorf("lost bar of a design whose loss is unknown: %+v, want n/a", b)
+	}
+	if b := c["designs"].Panels[0].Bars[1]; b.Text == "n/a" {
+		t.Errorf("lost bar of a design whose loss is known: %+v", b)
+	}
+	ms := c["lost-events"].Panels[0].Faults
+	if m := ms[len(ms)-1]; m.Label != "replica 1 never ready again" || !m.Band() || m.At != 25 || m.Until != 60 {
+		t.Errorf("never-ready marker %+v, want a band from 25 s to 60 s", m)
+	}
+}
+
 // Reports that cannot be drawn give an error naming the design and field.
 func TestChartsRejectBadReports(t *testing.T) {
 	t.Parallel()

@@ -125,12 +125,21 @@ type Design struct {
 	Era      string `json:"era"`
 	// Server is the replica flavour when it is not stormsim's reference
 	// replica ("go-sdk"); Notes say what that changes.
-	Server string   `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Target is the URL of a server the user brings that the clients
+	// talked to directly (--target, server.url): the row is that server,
+	// not the design it was named after, and there was no LB of stormsim's.
+	Target string   `json:"target,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
+	// ReplicasNeverReady counts the replicas a fault restarted that never
+	// became ready again (live runs of a server the user brings): each is
+	// in a note, a band on the charts and Series.ReplicasDown.
+	ReplicasNeverReady int `json:"replicas_never_ready,omitempty"`
 	// Judged is JudgedClientSide when the run was judged from the clients'
 	// histories alone (a server the user brings keeps no production log
 	// stormsim can read); Unknown then names the totals that could not be
-	// known, which are left at 0 and shown as n/a.
+	// known: null in report.json (MarshalJSON), n/a in the table and to
+	// thresholds, named in a note (UnknownNote).
 	Judged  string   `json:"judged,omitempty"`
 	Unknown []string `json:"unknown,omitempty"`
 
@@ -229,7 +238,15 @@ const JudgedClientSide = "client-side"
 // they need the server's production log.
 // (events_replayed too: which events on a resume stream had been produced
 // before it was answered needs the production times).
-var ClientSideUnknown = []string{"events_unproduced", "events_redone", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_bytes", "store_peak_ops_per_s"}
+// events_redone is known: the clients see a progress value come again on
+// a later stream.
+var ClientSideUnknown = []string{"events_unproduced", "events_wasted", "events_replayed", "lost_by_cause.unproduced", "store_peak_bytes", "store_peak_ops_per_s"}
+
+// LengthUnknown are the totals a server whose tool is not told the call's
+// length ({events} is not in server.tool.arguments) leaves unknown as well:
+// a call's expected length is then known only once its result arrives.
+var LengthUnknown = []string{"events_expected", "events_lost", "events_pending",
+	"lost_by_cause.purged", "lost_by_cause.abandoned", "lost_by_cause.other", "lost_fraction"}
 
 // NoProgressUnknown are the totals a server that sends no progress
 // notifications leaves unknown as well: the clients see each call's result
@@ -243,7 +260,7 @@ func (d *Design) IsUnknown(name string) bool {
 	if len(d.Unknown) == 0 {
 		return false
 	}
-	if cause, ok := strings.CutPrefix(name, "lost_"); ok && cause != "fraction" {
+	if cause, ok := strings.CutPrefix(name, "lost_"); ok && cause != "fraction" && !strings.HasPrefix(cause, "by_cause.") {
 		name = "lost_by_cause." + cause
 	}
 	return slices.Contains(d.Unknown, name)
@@ -334,13 +351,30 @@ type Series struct {
 	EventsLost      []int64 `json:"events_lost"`
 	StoreOps        []int64 `json:"store_ops"`
 	StoreBytes      []int64 `json:"store_bytes"`
+	// ReplicasDown, in a live run where a restarted replica never became
+	// ready again, counts the slots down for good at each step: from
+	// their fault to the end of the run. Absent when none was.
+	ReplicasDown []int64 `json:"replicas_down,omitempty"`
 }
 
 // Columns returns the series in a fixed order with their names, for CSV
 // writers and checks.
 func (s *Series) Columns() ([]string, [][]int64) {
-	return []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"},
-		[][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+	names := []string{"active_streams", "reconnects", "session_requests", "http_404", "events_lost", "store_ops", "store_bytes"}
+	cols := [][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
+	if s.ReplicasDown != nil {
+		names, cols = append(names, "replicas_down"), append(cols, s.ReplicasDown)
+	}
+	return names, cols
+}
+
+// Label is how tables name the row: the design, or for a server at a URL
+// the URL and "own server".
+func (d *Design) Label() string {
+	if d.Target != "" {
+		return d.Target + " (own server)"
+	}
+	return d.Name
 }
 
 // Design returns the design by name, or nil.

@@ -150,6 +150,10 @@ const KindExit = "exit"
 // KindExit, an unscheduled mark of one design.
 const KindStoreUnreachable = "store-unreachable"
 
+// KindNeverReady marks a replica a fault restarted that never became ready
+// again: a band from the fault to the end of the run, in one design.
+const KindNeverReady = "never-ready"
+
 // RecoveryFaults are the indices of the faults that get a time to recover:
 // every scheduled fault, and no unscheduled mark.
 func RecoveryFaults(faults []Fault) []int {

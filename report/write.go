@@ -100,7 +100,7 @@ func (r *Report) TableRows() ([]string, [][]string) {
 			return strconv.FormatInt(v, 10)
 		}
 		lostPct := pct(t.EventsLost, t.EventsExpected)
-		if d.IsUnknown("events_lost") {
+		if d.IsUnknown("events_lost") || d.IsUnknown("events_expected") {
 			lostPct = "n/a"
 		}
 		storePeak := humanBytes(t.StorePeakBytes)
@@ -108,9 +108,9 @@ func (r *Report) TableRows() ([]string, [][]string) {
 			storePeak = "n/a"
 		}
 		rows = append(rows, []string{
-			d.Name, d.LB, d.Profile,
+			d.Label(), d.LB, d.Profile,
 			strconv.FormatInt(t.Calls, 10), strconv.FormatInt(t.CallsCompleted, 10), strconv.FormatInt(t.CallsFailed, 10), strconv.FormatInt(t.CallsReissued, 10),
-			strconv.FormatInt(t.EventsExpected, 10), count("events_lost", t.EventsLost), lostPct,
+			count("events_expected", t.EventsExpected), count("events_lost", t.EventsLost), lostPct,
 			count("events_replayed", t.EventsReplayed), count("events_unproduced", t.EventsUnproduced),
 			strconv.FormatInt(t.HTTP404, 10), strconv.FormatFloat(t.Rate404, 'f', 3, 64),
 			strconv.FormatInt(t.Resumes, 10), strconv.FormatInt(t.Reconnects, 10),
@@ -237,7 +237,12 @@ func (r *Report) SeriesCSV() ([]byte, error) {
 		w.Flush()
 		return b.Bytes(), nil
 	}
-	names, _ := r.Designs[0].Series.Columns()
+	var names []string // the widest design's columns: a column a design lacks reads 0
+	for _, d := range r.Designs {
+		if n, _ := d.Series.Columns(); len(n) > len(names) {
+			names = n
+		}
+	}
 	if err := w.Write(append([]string{"design", "t_s"}, names...)); err != nil {
 		return nil, err
 	}
@@ -245,8 +250,12 @@ func (r *Report) SeriesCSV() ([]byte, error) {
 		_, cols := d.Series.Columns()
 		for i := range cols[0] {
 			row := []string{d.Name, strconv.FormatFloat(float64(i)*d.Series.StepS, 'f', -1, 64)}
-			for _, c := range cols {
-				row = append(row, strconv.FormatInt(c[i], 10))
+			for j := range names {
+				v := int64(0)
+				if j < len(cols) {
+					v = cols[j][i]
+				}
+				row = append(row, strconv.FormatInt(v, 10))
 			}
 			if err := w.Write(row); err != nil {
 				return nil, err

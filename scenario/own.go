@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -51,6 +50,34 @@ type OwnTool struct {
 	// Arguments is a JSON object template with {events}, {interval_ms}
 	// and {bytes} placeholders; DefaultToolArguments when empty.
 	Arguments string `toml:"arguments" json:"arguments,omitempty"`
+	// Progress says how the tool's progress values identify its events:
+	// ProgressIncreasing (the default), ProgressIndex or ProgressOpaque.
+	Progress string `toml:"progress" json:"progress,omitempty"`
+}
+
+// How an own server's progress values are read (server.tool.progress).
+const (
+	// ProgressIncreasing: any increasing numbers (0..N-1, 1..N of N,
+	// fractional, with or without total); each distinct value of a call
+	// is one event, numbered in the order the values first arrive.
+	ProgressIncreasing = "increasing"
+	// ProgressIndex: the value is the event's index, 1..E-1, as
+	// stormsim's own tool sends it.
+	ProgressIndex = "index"
+	// ProgressOpaque: the values say nothing; every notification of an
+	// attempt is its next event, and only a repeated event id is a
+	// duplicate.
+	ProgressOpaque = "opaque"
+)
+
+// ProgressModes are the values server.tool.progress may take.
+var ProgressModes = []string{ProgressIncreasing, ProgressIndex, ProgressOpaque}
+
+// HonoursEvents reports whether the tool's arguments pass the call's
+// length ({events}): only then is a call's expected length known before
+// its result.
+func (o *OwnServer) HonoursEvents() bool {
+	return o.Tool.Arguments == "" || strings.Contains(o.Tool.Arguments, "{events}")
 }
 
 // DefaultToolArguments are the arguments of the reference tool, stream.
@@ -96,6 +123,9 @@ func (o *OwnServer) applyDefaults(drainLimit time.Duration) {
 		}
 	}
 	o.StopSignal = strings.TrimPrefix(strings.ToUpper(o.StopSignal), "SIG")
+	if o.Tool.Progress == "" {
+		o.Tool.Progress = ProgressIncreasing
+	}
 }
 
 // validate reports every problem of o, each as key: message.
@@ -136,6 +166,9 @@ func (o *OwnServer) validate() []string {
 	var probe map[string]any
 	if err := json.Unmarshal(o.ToolArguments(1, 1, 1), &probe); err != nil {
 		add("tool.arguments", "is not a JSON object once {events}, {interval_ms} and {bytes} are filled in: "+err.Error())
+	}
+	if !slices.Contains(ProgressModes, o.Tool.Progress) {
+		add("tool.progress", "\""+o.Tool.Progress+"\" is not one of "+strings.Join(ProgressModes, ", "))
 	}
 	for _, k := range sortedKeys(o.FaultHook) {
 		if !slices.Contains(faults.Kinds(), k) {
@@ -244,9 +277,6 @@ func (ld *loader) ownServer(d *Design, dt designTop, dl *layer, layers []*layer,
 	}
 	for _, e := range own.validate() {
 		ld.errorf(where+"."+strings.SplitN(e, ": ", 2)[0], "%s", strings.SplitN(e, ": ", 2)[1])
-	}
-	if d.Client.Impl == clients.ImplGoSDK {
-		ld.errorf(origin(append(slices.Clone(layers), srcs...), "client", "impl"), "%q clients call stormsim's own tool; with a server you bring use client.impl = \"native\"", d.Client.Impl)
 	}
 	d.Own = own
 }

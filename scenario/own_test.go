@@ -36,6 +36,9 @@ drain_limit = "7s"
 	if got := string(o.ToolArguments(12, 200, 64)); got != `{"events": 12, "interval_ms": 200, "bytes": 64}` {
 		t.Errorf("arguments %s", got)
 	}
+	if o.Tool.Progress != ProgressIncreasing || !o.HonoursEvents() {
+		t.Errorf("tool %+v: want increasing progress, told the length", o.Tool)
+	}
 	for _, tc := range []struct {
 		name, toml, want string
 	}{
@@ -46,6 +49,7 @@ drain_limit = "7s"
 		{"bad url", "[scenario.s.server]\nurl = \"h:1\"", `scenario.s.server.url: "h:1" is not an http:// or https:// URL`},
 		{"signal", "[scenario.s.server]\ncommand = \"x {port}\"\nstop_signal = \"FOO\"", `scenario.s.server.stop_signal: "FOO" is not one of TERM, INT`},
 		{"arguments", "[scenario.s.server]\ncommand = \"x {port}\"\n[scenario.s.server.tool]\narguments = '{\"n\": {events'", `scenario.s.server.tool.arguments: is not a JSON object`},
+		{"progress", "[scenario.s.server]\ncommand = \"x {port}\"\n[scenario.s.server.tool]\nprogress = \"ratio\"", `scenario.s.server.tool.progress: "ratio" is not one of increasing, index, opaque`},
 		{"hook kind", "[scenario.s.server]\ncommand = \"x {port}\"\n[scenario.s.server.fault_hook]\nreboot = \"x\"", `scenario.s.server.fault_hook.reboot: not a fault kind`},
 		{"unknown key", "[scenario.s.server]\ncomand = \"x {port}\"", `scenario.s.server.comand: unknown key (valid: command, env, ready`},
 		{"bare duration", "[scenario.s.server]\ncommand = \"x {port}\"\nready_timeout = 5", `scenario.s.server.ready_timeout: want a duration string`},

@@ -238,7 +238,8 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 
 	// Deliveries, with recovery latency: from the first drop not yet
 	// recovered to the first new event of the call.
-	seen := map[[2]int32]bool{}
+	seen := map[[2]int32]bool{} // (attempt, index), or (stream, index) by event id
+	ids := map[string]bool{}    // event ids delivered, by event id
 	var hw int32
 	dropAt := int64(-1)
 	di := 0
@@ -253,12 +254,33 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 		if r.Index < 1 || r.Index > c.E {
 			continue // the priming event carries no data
 		}
-		k := [2]int32{r.Attempt, r.Index}
-		if seen[k] {
-			t.EventsDuplicated++
-			continue
+		if h.ByEventID {
+			if r.ID != "" {
+				if ids[r.ID] {
+					t.EventsDuplicated++
+					continue
+				}
+				ids[r.ID] = true
+			}
+			k := [2]int32{r.Req, r.Index}
+			if seen[k] {
+				t.EventsDuplicated++
+				continue
+			}
+			seen[k] = true
+			if cs.recv[r.Index] {
+				// Delivered before on another stream: the server produced
+				// it again, work redone as the client sees it.
+				t.EventsRedone++
+			}
+		} else {
+			k := [2]int32{r.Attempt, r.Index}
+			if seen[k] {
+				t.EventsDuplicated++
+				continue
+			}
+			seen[k] = true
 		}
-		seen[k] = true
 		a := cs.attempt(r.Attempt)
 		a.recv[r.Index] = true
 		req := &h.Requests[r.Req]

@@ -225,6 +225,40 @@ func TestJudgeDuplicate(t *testing.T) {
 	}
 }
 
+// A server the user brings is judged by event id (ByEventID): the same id
+// twice is a duplicate, the same index twice on one stream too, and an index
+// delivered again on a later stream (a resume that restarted the call's
+// progress) is redone, not a duplicate.
+func TestJudgeByEventID(t *testing.T) {
+	t.Parallel()
+	b := newHist()
+	b.h.HaveProduction, b.h.ByEventID = false, true
+	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+	res := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 3,
+		Sent: 800, Answered: 850, Closed: 1000, Status: 200})
+	b.call(0, 0, 5, 0, 1000, clients.Completed, clients.CauseNone)
+	ids := []string{"a", "b", "b", "c", "c2"} // "b" written twice; index 3 again under another id
+	for i, idx := range []int32{1, 2, 2, 3, 3} {
+		b.h.Receipts = append(b.h.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(100+100*i) * ms, Req: call, ID: ids[i]})
+	}
+	b.drop(call, 700)
+	// The resume restarts the progress: 1, 2, 3 again under new ids, then 4, 5.
+	for i, idx := range []int32{1, 2, 3, 4, 5} {
+		b.h.Receipts = append(b.h.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(860+10*i) * ms, Req: res, ID: fmt.Sprintf("r%d", i)})
+	}
+
+	j := judge(t, b.h)
+	wantTotals(t, j.Totals, report.Totals{
+		Calls: 1, CallsCompleted: 1,
+		EventsExpected: 5, EventsDelivered: 5,
+		EventsDuplicated: 2, // id "b" again; index 3 again on the first stream
+		EventsRedone:     3, // 1, 2, 3 again on the resume stream
+		EventsReplayed:   5, // with no production log, every event of a resume stream
+		Drops:            1, Reconnects: 1, Resumes: 1,
+		Requests: 2, SessionRequests: 2,
+	})
+}
+
 // Out of order: a new event whose index is below the highest index the call
 // already received.
 func TestJudgeReordering(t *testing.T) {

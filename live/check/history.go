@@ -66,6 +66,9 @@ type Receipt struct {
 	Index                int32 // logical index: 0 is the priming event, E the result
 	T                    int64
 	Req                  int32 // the Request whose stream carried it
+	// ID is the event's SSE id as the server wrote it, kept when the
+	// history is judged by event ids (History.ByEventID); "" when none.
+	ID string `json:",omitempty"`
 }
 
 // Drop is the end of a call's stream before its result arrived.
@@ -131,6 +134,11 @@ type History struct {
 	// Produced is meaningful: the replicas' production logs were read. A
 	// server that keeps none can only be judged from the client side.
 	HaveProduction bool
+	// ByEventID judges a server the user brings: the same event id
+	// delivered twice, or the same index delivered twice on one stream, is
+	// a duplicate; an index delivered again on a later stream (a resume
+	// that restarted its progress, a re-issued attempt) is redone.
+	ByEventID bool
 
 	Calls    []Call
 	Requests []Request

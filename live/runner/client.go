@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -47,7 +48,8 @@ type vclient struct {
 	awayUntil int64
 	nextDrop  int64
 
-	hist check.History // this client's part of the history
+	hist check.History  // this client's part of the history
+	prog *progressIndex // an own server's progress values as indices; nil otherwise
 
 	mu     sync.Mutex         // guards the fields below: the open stream, for cut
 	cancel context.CancelFunc // ends the open call or resume stream; nil when none
@@ -58,6 +60,9 @@ type vclient struct {
 
 func newClient(d *designRun, id int32) *vclient {
 	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, renewAt: -1}
+	if d.own != nil {
+		c.prog = newProgressIndex(d.own.Tool.Progress)
+	}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
 	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
@@ -94,7 +99,10 @@ func (c *vclient) nextCall() clients.Action {
 	c.seq++
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
 	c.callStart, c.inCall = c.now(), true
-	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: n, Start: c.callStart, End: -1})
+	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
+	if c.prog != nil {
+		c.prog.reset()
+	}
 	renew := c.renewAt >= 0 && c.callStart >= c.renewAt
 	if renew {
 		c.renewAt = -1
@@ -328,7 +336,12 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		switch {
 		case p.result:
 			idx := c.record(rec)
-			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: c.e, T: rec.Closed, Req: int32(idx)})
+			e := c.e
+			if c.prog != nil {
+				e = c.prog.result(c.d.ownLength(c.e))
+				c.grow(e)
+			}
+			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
 			c.brain.Step(in)
 			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
 		case p.rpcErr:
@@ -344,6 +357,14 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	}
 	c.record(rec)
 	return in, true
+}
+
+// grow makes the current call at least e events long: an own server's call
+// is as long as what it sent before its result (see progressIndex).
+func (c *vclient) grow(e int32) {
+	if call := &c.hist.Calls[len(c.hist.Calls)-1]; call.E < e {
+		call.E = e
+	}
 }
 
 func (c *vclient) record(r check.Request) int {
@@ -368,8 +389,8 @@ type message struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
 	Params struct {
-		ProgressToken any     `json:"progressToken"`
-		Progress      float64 `json:"progress"`
+		ProgressToken any      `json:"progressToken"`
+		Progress      *float64 `json:"progress"`
 	} `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
@@ -377,10 +398,12 @@ type message struct {
 
 // parsed is what an event's data says.
 type parsed struct {
-	index  int32 // -1 when the data names no index
-	token  string
-	result bool
-	rpcErr bool
+	index    int32 // -1 when the data names no index
+	progress float64
+	isProg   bool // a progress notification: progress is its value
+	token    string
+	result   bool
+	rpcErr   bool
 }
 
 // parseData reads an event's JSON-RPC message. The reference replica's
@@ -397,7 +420,12 @@ func parseData(data string, e int32) parsed {
 	}
 	switch {
 	case m.Method == "notifications/progress":
-		p.index = int32(m.Params.Progress)
+		if m.Params.Progress != nil {
+			// The reference contract's index; an own server's value is
+			// read by progressIndex, whatever its shape.
+			p.progress, p.isProg = *m.Params.Progress, true
+			p.index = int32(math.Max(math.Min(p.progress, math.MaxInt32), 0))
+		}
 		p.token, _ = m.Params.ProgressToken.(string)
 	case m.Result != nil:
 		p.index, p.result = e, true
@@ -442,7 +470,7 @@ func scanData(data string, e int32) (parsed, bool) {
 		if err != nil {
 			return p, false
 		}
-		p.index = int32(n)
+		p.index, p.progress, p.isProg = int32(n), float64(n), true
 		p.token, _ = str(`"progressToken":"`)
 		return p, true
 	case strings.HasPrefix(data, `{"id":"`) && strings.Contains(data, `,"result":`):
@@ -553,7 +581,8 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		}
 		idx := int32(-1)
 		attempt := c.attempt
-		if ev.HasID && c.d.own != nil {
+		own := c.prog != nil
+		if ev.HasID && own {
 			// A server the user brings: the index comes from its progress
 			// notifications alone, whatever its ids look like.
 			if ev.ID != "" {
@@ -578,9 +607,21 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			if cl, k, a, ok := check.ParseToken(p.token); ok && cl == c.id && k == c.seq {
 				attempt = a
 			}
+			switch {
+			case own && p.isProg:
+				idx = c.prog.index(p.progress, attempt)
+				c.grow(idx + 1)
+			case own && p.result:
+				idx = c.prog.result(c.d.ownLength(c.e))
+				c.grow(idx)
+			}
 		}
 		if idx >= 0 {
-			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)})
+			rc := check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)}
+			if own && ev.HasID {
+				rc.ID = ev.ID
+			}
+			c.hist.Receipts = append(c.hist.Receipts, rc)
 			if attempt == c.attempt && idx > c.reached {
 				c.reached = idx
 			}

@@ -34,7 +34,8 @@ func TestParseData(t *testing.T) {
 			t.Fatal(err)
 		}
 		if msg.Method != "" {
-			p.index, p.token = int32(msg.Params.Progress), msg.Params.ProgressToken.(string)
+			p.index, p.token = int32(*msg.Params.Progress), msg.Params.ProgressToken.(string)
+			p.progress, p.isProg = *msg.Params.Progress, true
 		} else {
 			p.index, p.result = 5, true
 			json.Unmarshal(msg.ID, &p.token)
@@ -48,11 +49,11 @@ func TestParseData(t *testing.T) {
 		data string
 		want parsed
 	}{
-		{`{ "jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 3, "progressToken": "c1.k2.a0"}}`, parsed{index: 3, token: "c1.k2.a0"}},
+		{`{ "jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 3, "progressToken": "c1.k2.a0"}}`, parsed{index: 3, progress: 3, isProg: true, token: "c1.k2.a0"}},
 		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"call orphaned"}}`, parsed{index: -1, rpcErr: true}},
 		{`{"jsonrpc":"2.0","id":7,"result":{}}`, parsed{index: 9, result: true}},
 		{`not json`, parsed{index: -1}},
-		{fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2.5,"progressToken":%q}}`, tok), parsed{index: 2, token: tok}},
+		{fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2.5,"progressToken":%q}}`, tok), parsed{index: 2, progress: 2.5, isProg: true, token: tok}},
 	} {
 		if got := parseData(c.data, 9); got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.data, got, c.want)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,8 +141,14 @@ func ownNotes(o *scenario.OwnServer, tool string, h *check.History) (notes []str
 	}
 	notes = []string{
 		"a server you bring (" + how + "; tool " + tool + ")",
-		"judged from the client side alone: progress notifications give each event's index, the result ends the call; " +
-			"the server's production log is unknown, so " + strings.Join(report.ClientSideUnknown, ", ") + " are not known (0 in report.json, n/a in the table)",
+		"judged from the client side alone: events are told apart by their SSE event ids and progress values (server.tool.progress = " +
+			strconv.Quote(o.Tool.Progress) + "), the result ends the call, and a call is as long as what the server sent before its result; " +
+			"the server's production log is unknown, so " + strings.Join(report.ClientSideUnknown, ", ") + " are not known, " +
+			"and events_redone counts the events delivered again on a later stream",
+	}
+	if !o.HonoursEvents() {
+		notes = append(notes, "server.tool.arguments do not pass {events}: a call's expected length is unknown until its result, so "+
+			strings.Join(report.LengthUnknown, ", ")+" are not known; events_delivered is")
 	}
 	// A server that sends no progress notifications leaves only the
 	// calls' completion and latency to judge.
@@ -159,7 +166,7 @@ func ownNotes(o *scenario.OwnServer, tool string, h *check.History) (notes []str
 	}
 	if long && !progress {
 		notes = append(notes, "the server sent no progress notifications (with the call's progressToken): only completion and latency can be judged; "+
-			"the event counts ("+strings.Join(report.NoProgressUnknown, ", ")+") are not known (n/a in the table and to thresholds)")
+			"the event counts ("+strings.Join(report.NoProgressUnknown, ", ")+") are not known")
 	}
 	return notes, long && !progress
 }

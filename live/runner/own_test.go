@@ -110,8 +110,15 @@ func TestOwnServerByoExample(t *testing.T) {
 	if tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
 		t.Errorf("conservation: %+v", tt)
 	}
-	if tt.EventsUnproduced != 0 || tt.EventsWasted != 0 || tt.EventsRedone != 0 {
-		t.Errorf("unproduced %d, wasted %d, redone %d: a client-side judgement cannot know them", tt.EventsUnproduced, tt.EventsWasted, tt.EventsRedone)
+	for _, m := range []string{"events_unproduced", "events_wasted"} {
+		if v, _ := d.Metric(m); v != nil {
+			t.Errorf("%s = %v: a client-side judgement cannot know it", m, *v)
+		}
+	}
+	// The calls re-issued after the restart's 404s get their progress
+	// values again on a new attempt: redone, seen from the client side.
+	if (tt.EventsRedone > 0) != (tt.CallsReissued > 0) {
+		t.Errorf("redone %d with %d calls re-issued: want redone exactly when calls were re-issued", tt.EventsRedone, tt.CallsReissued)
 	}
 
 	// The hard restart: sessions answered by replica 1 before the kill get
@@ -464,5 +471,118 @@ func TestOwnServerNoProgress(t *testing.T) {
 	}
 	if _, rows := out.Report.TableRows(); rows[0][8] != "n/a" || rows[0][9] != "n/a" {
 		t.Errorf("table row %q: want lost n/a", rows[0])
+	}
+}
+
+// neverReady is a scenario whose server command comes up once per slot and
+// never again: a restarted replica only sleeps (%s: ready_timeout).
+const neverReady = `
+[scenario.nr]
+duration = "6s"
+drain = "3s"
+replicas = 2
+designs = ["memory-sticky"]
+[scenario.nr.server]
+command = 'if [ -e started-{replica} ]; then echo warming the cache forever; exec sleep 300; fi; touch started-{replica}; exec %s -port {port} # %s'
+ready_timeout = "%s"
+[scenario.nr.workload]
+clients = 10
+arrival_rate = 10
+think = "200ms"
+events_min = 5
+events_max = 10
+event_rate = 20
+[[scenario.nr.faults]]
+kind = "restart"
+replica = 1
+at = "2s"
+downtime = "500ms"
+graceful = false
+[scenario.nr.expect.memory-sticky]
+calls_completed_min = 1
+`
+
+// TestOwnServerNeverReadyAgain: a replica a restart brings back that never
+// becomes ready, whether its ready_timeout runs out during the run or the
+// run ends first, is reported and not fatal: stormsim run exits 0 (no
+// threshold fails) and writes a complete report with the note and its
+// last output, replicas_never_ready = 1, the slot down from the fault to
+// the end in series.replicas_down and a never-ready band; nothing it
+// started is left running.
+func TestOwnServerNeverReadyAgain(t *testing.T) {
+	exe := ownServerBin(t)
+	marker := "stormsim-never-ready-" + strconv.Itoa(os.Getpid())
+	for _, tc := range []struct{ name, timeout string }{
+		{"ready-timeout", "2s"}, // gives up 2 s after the start, at 4.5 s
+		{"run-ends", "60s"},     // still waiting when the run ends
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "nr.toml")
+			if err := os.WriteFile(file, []byte(fmt.Sprintf(neverReady, exe, marker, tc.timeout)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			outDir := filepath.Join(dir, "out")
+			cmd := exec.Command(bin, "run", "nr", "--file", file, "--engine", "live", "--out", outDir, "--quiet", "--no-saturation-check")
+			msg, err := cmd.CombinedOutput()
+			code := cmd.ProcessState.ExitCode()
+			t.Logf("exit %d: %s", code, msg)
+			if err != nil || code != 0 {
+				t.Fatalf("stormsim run exited %d (%v): want 0", code, err)
+			}
+			run := filepath.Join(outDir, "nr", "latest")
+			paths := []string{filepath.Join(run, "report.json")}
+			for _, f := range []string{"summary.md", "series.csv", "report.html"} {
+				if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+					t.Errorf("the run folder lacks %s: %v", f, err)
+				}
+			}
+			r, err := report.Read(paths[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := r.Designs[0]
+			note := ""
+			for _, n := range d.Notes {
+				if strings.HasPrefix(n, "replica 1 never became ready again (last output: warming the cache forever)") {
+					note = n
+				}
+			}
+			band := false
+			for _, f := range r.Faults {
+				band = band || (f.Kind == report.KindNeverReady && f.AtS == 2 && f.UntilS == 9)
+			}
+			down := d.Series.ReplicasDown
+			t.Logf("note %q; replicas_never_ready %d; replicas_down %v; faults %+v; calls %d completed %d",
+				note, d.ReplicasNeverReady, down, r.Faults, d.Totals.Calls, d.Totals.CallsCompleted)
+			if note == "" || d.ReplicasNeverReady != 1 || !band {
+				t.Errorf("note %q, replicas_never_ready %d, band %v: want all three", note, d.ReplicasNeverReady, band)
+			}
+			step := d.Series.StepS
+			if len(down) == 0 || len(down) != len(d.Series.ActiveStreams) {
+				t.Fatalf("series.replicas_down %v", down)
+			}
+			for i, v := range down {
+				if want := int64(0); float64(i+1)*step > 2 {
+					want = 1
+					if v != want {
+						t.Errorf("replicas_down[%d] = %d, want %d (the fault is at 2 s)", i, v, want)
+					}
+				} else if v != want {
+					t.Errorf("replicas_down[%d] = %d, want %d (the fault is at 2 s)", i, v, want)
+				}
+			}
+			raw, _ := os.ReadFile(paths[0])
+			if !strings.Contains(string(raw), `"replicas_never_ready": 1`) {
+				t.Error(`report.json does not hold "replicas_never_ready": 1`)
+			}
+			csv, _ := os.ReadFile(filepath.Join(run, "series.csv"))
+			if !strings.Contains(strings.SplitN(string(csv), "\n", 2)[0], "replicas_down") {
+				t.Error("series.csv has no replicas_down column")
+			}
+			if left := processesRunning(exe, marker); len(left) > 0 {
+				t.Errorf("processes left running: %v", left)
+			}
+		})
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,6 +129,17 @@ type designRun struct {
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
+
+// ownLength is the expected length of a call the workload draws e events
+// long: e, unless the design's own server is not told the length (its
+// tool's arguments have no {events}); then only the result is expected
+// until the server sends more, and the length is unknown (report.LengthUnknown).
+func (d *designRun) ownLength(e int32) int32 {
+	if d.own != nil && !d.own.HonoursEvents() {
+		return 1
+	}
+	return e
+}
 
 func (d *designRun) seed() (uint64, uint64) { return sim.DesignSeed(d.sc.Seed, d.d.Name) }
 
@@ -334,8 +346,16 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	var hookMu sync.Mutex
 	var hookNotes []string // guarded by hookMu
 	hooked := map[int]bool{}
+	var neverReady []neverReadySlot // written by the fault goroutine, read after faultErr
 	go func() {
-		for si, s := range faults.Timeline(sc.Faults, sc.FaultContext()) {
+		timeline := faults.Timeline(sc.Faults, sc.FaultContext())
+		faultAt := map[int]time.Duration{} // each fault's first step
+		for _, s := range timeline {
+			if at, ok := faultAt[s.Fault]; !ok || s.At < at {
+				faultAt[s.Fault] = s.At
+			}
+		}
+		for si, s := range timeline {
 			tm := time.NewTimer(time.Until(dr.t0.Add(s.At)))
 			select {
 			case <-runCtx.Done():
@@ -401,6 +421,25 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				continue // refused when the scenario was loaded; nothing to act on
 			}
 			if err := t.Apply(runCtx, s); err != nil {
+				var nr *topo.NotReadyError
+				if errors.As(err, &nr) && (s.Kind == faults.StepStart || s.Kind == faults.StepScale) {
+					// A replica a fault started that never became ready:
+					// reported, and the run goes on without it.
+					from := faultAt[s.Fault]
+					if s.Kind == faults.StepScale {
+						from = s.At
+					}
+					neverReady = append(neverReady, neverReadySlot{from: from, err: nr})
+					applied = append(applied, check.Applied{At: dr.now(), Kind: fmt.Sprintf("never ready: replica %d", nr.Slot), Step: si, Replica: nr.Slot})
+					if opts.Log != nil {
+						fmt.Fprintf(opts.Log, "live %s: %v: %v\n", d.Name, s.At, nr)
+					}
+					if runCtx.Err() != nil {
+						faultErr <- nil
+						return
+					}
+					continue
+				}
 				if runCtx.Err() != nil {
 					faultErr <- nil
 					return
@@ -472,6 +511,7 @@ loop:
 		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
 		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
 		HaveProduction: own == nil,
+		ByEventID:      own != nil,
 	}
 	for _, c := range cl {
 		ch := c.history()
@@ -509,6 +549,10 @@ loop:
 			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
 		}
 	}
+	for _, nr := range neverReady {
+		marks = append(marks, report.Fault{Kind: report.KindNeverReady, Label: fmt.Sprintf("%s: replica %d never ready again", d.Name, nr.err.Slot),
+			AtS: nr.from.Seconds(), UntilS: horizon.Seconds(), Unscheduled: true})
+	}
 	var storeNotes []string
 	if watch != nil {
 		end := min(time.Since(dr.t0), horizon)
@@ -542,11 +586,16 @@ loop:
 		RecoveryLatencyMS: report.Summarise(j.Recovery),
 		HTTP:              &m,
 	}
+	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.EventsProduced, row.Reconciliation = reconcile(h, j, counts, noCounts)
 	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
 		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
 	}
-	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
+	if own != nil && own.URL != "" {
+		// The clients talked to the URL: no design of stormsim's, no LB.
+		row.Target, row.LB = own.URL, "none"
+		row.Mode, row.Sessions, row.Events = "own server", "own server", "own server"
+	}
 	row.Notes = append(row.Notes, storeNotes...)
 	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
 		row.Notes = append(row.Notes, "store_bytes counts every stormsim event stream in the Redis given by --redis-url, other designs' and earlier runs' included")
@@ -565,6 +614,13 @@ loop:
 		if noProgress {
 			row.Unknown = append(slices.Clone(report.ClientSideUnknown), report.NoProgressUnknown...)
 		}
+		if !own.HonoursEvents() {
+			for _, k := range report.LengthUnknown {
+				if !slices.Contains(row.Unknown, k) {
+					row.Unknown = append(slices.Clone(row.Unknown), k)
+				}
+			}
+		}
 		row.Notes = append(row.Notes, notes...)
 		for _, x := range exits {
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
@@ -572,7 +628,42 @@ loop:
 		row.Notes = append(row.Notes, hookNotes...)
 	}
 	dr.iso.fill(&row)
+	if len(neverReady) > 0 {
+		row.ReplicasNeverReady = len(neverReady)
+		row.Series.ReplicasDown = make([]int64, len(row.Series.ActiveStreams))
+		for _, nr := range neverReady {
+			for i := range row.Series.ReplicasDown {
+				// Down at the end of step i from the fault on.
+				if float64(i+1)*row.Series.StepS > nr.from.Seconds() {
+					row.Series.ReplicasDown[i]++
+				}
+			}
+			row.Notes = append(row.Notes, nr.note())
+		}
+	}
+	if n := row.UnknownNote(); n != "" {
+		row.Notes = append(row.Notes, n)
+	}
 	return row, h, res, marks, nil
+}
+
+// neverReadySlot is a replica a fault started that never became ready: down
+// from the fault (from, since t0) to the end of the run.
+type neverReadySlot struct {
+	from time.Duration
+	err  *topo.NotReadyError
+}
+
+func (n neverReadySlot) note() string {
+	out := n.err.Output
+	if len(out) > 300 {
+		out = "…" + strings.ToValidUTF8(out[len(out)-300:], "")
+	}
+	if out == "" {
+		out = "none"
+	}
+	return fmt.Sprintf("replica %d never became ready again (last output: %s): restarted by the fault at %.1f s, its server command %s; "+
+		"the slot counts as down from the fault to the end of the run", n.err.Slot, out, n.from.Seconds(), n.err.Why)
 }
 
 // replicaLogLine is one of go-redis's own log lines that a replica wrote

@@ -64,14 +64,23 @@ type sdkClient struct {
 	why     map[int]check.DropCause // streams ended by a drop of ours
 	// lastStream is each call's latest stream request, for the receipts.
 	lastStream map[int32]int
-	awayUntil  int64
-	sealed     bool // the history was handed over: record nothing more
-	renewing   bool // the session being connected replaces one after a failed call
+	// An own server's progress values as indices, by call (nil for
+	// stormsim's replicas), and its calls' results, indexed when the
+	// history is sealed: the SDK may hand a call's last notifications
+	// over after its result.
+	progs     map[int32]*progressIndex
+	results   []sdkResult
+	awayUntil int64
+	sealed    bool // the history was handed over: record nothing more
+	renewing  bool // the session being connected replaces one after a failed call
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
 	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, renewAt: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
+	if d.own != nil {
+		c.progs = map[int32]*progressIndex{}
+	}
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "stormsim-go-sdk-client", Version: "1"},
 		&mcp.ClientOptions{ProgressNotificationHandler: c.progress})
 	return c
@@ -86,6 +95,7 @@ func (c *sdkClient) history() *check.History {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sealed = true
+	c.indexResults()
 	return &c.hist
 }
 
@@ -124,7 +134,11 @@ func (c *sdkClient) run(ctx context.Context, arrival int64) {
 func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	c.mu.Lock()
 	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
-	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: n, Start: c.now(), End: -1})
+	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
+	if c.progs != nil {
+		c.progs[seq] = newProgressIndex(c.d.own.Tool.Progress)
+		delete(c.progs, seq-2) // its notifications are long over
+	}
 	c.mu.Unlock()
 	outcome, cause := clients.Completed, clients.CauseNone
 	// The call timeout, as the native clients and the model apply it: the
@@ -167,6 +181,10 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		tok := check.Token(c.id, seq, 0)
 		params := &mcp.CallToolParams{Name: "stream",
 			Arguments: map[string]any{"events": n, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
+		if o := c.d.own; o != nil {
+			// A server the user brings: its tool, the arguments template.
+			params.Name, params.Arguments = c.d.tool, o.ToolArguments(int(n), c.d.intervalMS, c.d.sc.Workload.EventBytes)
+		}
 		params.SetProgressToken(tok)
 		res, err = c.session.CallTool(callCtx, params)
 	}
@@ -228,6 +246,9 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 		last = c.streams[len(c.streams)-1]
 	}
 	if outcome == clients.Completed && last >= 0 {
+		if c.progs != nil {
+			c.results = append(c.results, sdkResult{ri: len(c.hist.Receipts), seq: c.seq, e: c.d.ownLength(c.e), p: c.progs[c.seq]})
+		}
 		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Index: c.e, T: end, Req: int32(last)})
 	}
 	for _, ri := range c.streams {
@@ -252,6 +273,35 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 	call := &c.hist.Calls[len(c.hist.Calls)-1]
 	call.End, call.Outcome, call.Cause = end, outcome, cause
 	c.seq, c.streams, c.cur, c.cancel = -1, nil, -1, nil
+}
+
+// sdkResult is the result receipt of an own server's call, indexed once
+// every notification of the call is in.
+type sdkResult struct {
+	ri  int // into hist.Receipts
+	seq int32
+	e   int32 // the length the arguments asked for (ownLength)
+	p   *progressIndex
+}
+
+// indexResults gives each own-server result its index, one past what the
+// server sent before it (progressIndex.result), and its call that length;
+// a notification the SDK handed over after the result moves the result's
+// time to it, the order in which the server sent them. c.mu is held.
+func (c *sdkClient) indexResults() {
+	for _, r := range c.results {
+		rc := &c.hist.Receipts[r.ri]
+		rc.Index = r.p.result(r.e)
+		if call := &c.hist.Calls[r.seq]; call.E < rc.Index {
+			call.E = rc.Index
+		}
+		for i := r.ri + 1; i < len(c.hist.Receipts); i++ {
+			if x := &c.hist.Receipts[i]; x.Seq == r.seq && x.T > rc.T {
+				rc.T = x.T
+			}
+		}
+	}
+	c.results = nil
 }
 
 // lastResumePurged reports whether the current call's last request was a
@@ -285,6 +335,16 @@ func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationCli
 		return
 	}
 	idx := int32(req.Params.Progress)
+	if c.progs != nil {
+		p := c.progs[seq]
+		if p == nil || int(seq) >= len(c.hist.Calls) {
+			return
+		}
+		idx = p.index(req.Params.Progress, att)
+		if call := &c.hist.Calls[seq]; call.E < idx+1 {
+			call.E = idx + 1
+		}
+	}
 	c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: seq, Attempt: att, Index: idx, T: c.now(), Req: int32(last)})
 	if seq == c.seq {
 		c.reached = max(c.reached, idx)

@@ -44,6 +44,26 @@ func (e Exit) String() string {
 	return s
 }
 
+// NotReadyError is a replica the server command started that never became
+// ready: it exited first, did not answer within the ready timeout, or the
+// run ended while it waited. At the start of a run it is an error; a
+// replica restarted by a fault that never becomes ready is reported, and
+// the run goes on without it.
+type NotReadyError struct {
+	Slot    int
+	Command string
+	Why     string // "did not answer GET /mcp on port 4321 within the ready timeout (15s)"
+	Output  string // the end of what it wrote
+}
+
+func (e *NotReadyError) Error() string {
+	msg := fmt.Sprintf("topo: replica %d: server command %q %s", e.Slot, e.Command, e.Why)
+	if e.Output != "" {
+		msg += "; its last output: " + e.Output
+	}
+	return msg
+}
+
 // tail keeps the last bytes written to it; safe for concurrent use.
 type tail struct {
 	mu  sync.Mutex
@@ -196,11 +216,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		case <-done:
 		case <-time.After(5 * time.Second):
 		}
-		msg := fmt.Sprintf(format, args...)
-		if s := out.String(); s != "" {
-			msg += "; its last output: " + s
-		}
-		return fmt.Errorf("topo: replica %d: server command %q %s", slot, o.Command, msg)
+		return &NotReadyError{Slot: slot, Command: o.Command, Why: fmt.Sprintf(format, args...), Output: out.String()}
 	}
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(o.ReadyTimeout)
@@ -215,7 +231,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 			t.mu.Unlock()
 			return fail("exited before it was ready (%s)", status)
 		case <-ctx.Done():
-			return errors.Join(ctx.Err(), fail("was cancelled before it was ready"))
+			return errors.Join(ctx.Err(), fail("was still not ready when the run ended"))
 		default:
 		}
 		if time.Now().After(deadline) {
