@@ -147,6 +147,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		}
 		rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
 		rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
+		rd.Notes = append(rd.Notes, rd.UnknownNote())
 		rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, r.Faults)
 		r.Designs = append(r.Designs, rd)
 		a := e.audit
