@@ -10,7 +10,7 @@ BIN      := bin/stormsim
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build node sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -19,6 +19,11 @@ help: ## list the targets
 
 build: ## build bin/stormsim
 	$(GO) build -o $(BIN) ./cmd/stormsim
+
+# make node: the official MCP TypeScript SDK (node/package.json pins 1.32.2, node/package-lock.json
+# the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
+node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/ (needs Node.js 20 and npm)
+	cd node && npm ci --no-audit --no-fund
 
 sim: build ## run SCENARIO (default deploy-restart) in the simulator: make sim SCENARIO=crash
 	./$(BIN) run $(SCENARIO) --out $(OUT) $(ARGS)
@@ -74,7 +79,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
-test: lint ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
+test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -skip $(LONG_TESTS) ./live/..."; \

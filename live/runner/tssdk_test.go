@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/tsdk"
+)
+
+// needTS fails the test when the MCP TypeScript SDK is not installed: make
+// test runs `make node` first, so a missing SDK is a broken setup, not a
+// reason to skip.
+func needTS(t *testing.T) {
+	t.Helper()
+	if _, _, err := tsdk.Program("server.mjs"); err != nil {
+		t.Fatalf("%v (make test runs make node first)", err)
+	}
+}
+
+// TestTSServer runs live-smoke's hard restart and client drop (its graceful
+// restart left out) against ts-memory-sticky: the official TypeScript SDK's
+// StreamableHTTPServerTransport, one per session with the SDK's
+// InMemoryEventStore, as the replicas, and stormsim's native clients.
+//
+//   - HardRestart404: every session of the killed replica that makes a
+//     request afterwards gets 404: the sessions lived in the Node process.
+//   - ClientDropResumes: the calls that began after the killed replica was
+//     back, in sessions the kill did not end, and were cut by the client
+//     drop resume from the SDK's store with
+//     0 events lost and 0 duplicated, judged by the checker on those calls.
+func TestTSServer(t *testing.T) {
+	needTS(t)
+	sets := []string{`designs=["ts-memory-sticky"]`}
+	sc := load(t, "live-smoke", sets)
+	var kept []faults.Fault
+	for _, f := range sc.Faults {
+		if r, ok := f.(*faults.Restart); ok && r.Graceful {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if len(kept) != 2 {
+		t.Fatalf("live-smoke without its graceful restart has %d faults, want the hard restart and the client drop", len(kept))
+	}
+	sc.Faults = kept
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.Report.Designs[0]
+	h := out.Histories["ts-memory-sticky"]
+	if d.Server != "ts-sdk" || len(d.Notes) == 0 {
+		t.Errorf("server flavour in the report: %q %v", d.Server, d.Notes)
+	}
+	tt := d.Totals
+	if tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
+		t.Errorf("conservation: %+v", tt)
+	}
+	if tt.CallsCompleted < 100 {
+		t.Errorf("%d calls completed, want at least 100", tt.CallsCompleted)
+	}
+	steps := faults.Timeline(sc.Faults, sc.FaultContext())
+	var slot int
+	var killed, back, dropAt int64 = -1, -1, -1
+	for _, a := range h.Faults {
+		if a.Step < 0 {
+			continue
+		}
+		switch s := steps[a.Step]; {
+		case s.Kind == faults.StepStop && !s.Graceful:
+			slot, killed = a.Replica, a.At
+		case s.Kind == faults.StepStart:
+			back = a.At
+		case s.Kind == faults.StepClientDrop:
+			dropAt = a.At
+		}
+	}
+	if killed < 0 || back < killed || dropAt < back {
+		t.Fatalf("applied faults: kill at %d, back at %d, client drop at %d", killed, back, dropAt)
+	}
+
+	t.Run("HardRestart404", func(t *testing.T) {
+		n, bad := sessionsAfterKill(h, slot, killed)
+		t.Logf("hard restart of replica %d: %d of its sessions made a request afterwards, %d did not get 404; %d 404s in all", slot, n, len(bad), tt.HTTP404)
+		if n < 5 {
+			t.Errorf("%d sessions of replica %d made a request after the kill, want at least 5", n, slot)
+		}
+		for _, q := range bad {
+			t.Errorf("session of killed replica %d: next request %v got %d, want 404", slot, q.Kind, q.Status)
+		}
+		if tt.HTTP404 < int64(n) {
+			t.Errorf("the report counts %d 404s, fewer than the %d sessions of the killed replica", tt.HTTP404, n)
+		}
+	})
+
+	t.Run("ClientDropResumes", func(t *testing.T) {
+		cut := map[[2]int32]bool{}
+		for _, dr := range h.Drops {
+			if dr.Cause == check.DropFault {
+				cut[[2]int32{dr.Client, dr.Seq}] = true
+			}
+		}
+		for _, c := range h.Calls {
+			if c.Start <= back {
+				delete(cut, [2]int32{c.Client, c.Seq})
+			}
+		}
+		// A session the kill ended makes its next call's 404: that is the
+		// restart's doing, not the client drop's.
+		dead := firstAfterKill(h, slot, killed)
+		for _, q := range h.Requests {
+			if _, ok := dead[q.SessionID]; ok && q.Session {
+				delete(cut, [2]int32{q.Client, q.Seq})
+			}
+		}
+		sub := subHistory(h, cut)
+		if len(sub.Calls) < 10 {
+			t.Fatalf("%d calls cut by the client drop after the restart, want at least 10", len(sub.Calls))
+		}
+		j := check.Judge(sub)
+		st := j.Totals
+		t.Logf("client drop: %d calls, %d resumes, %d replayed, %d lost, %d duplicated, %d 404s", len(sub.Calls), st.Resumes, st.EventsReplayed, st.EventsLost, st.EventsDuplicated, st.HTTP404)
+		if st.EventsLost != 0 || st.EventsDuplicated != 0 || st.HTTP404 != 0 {
+			t.Errorf("the calls cut by the client drop: %d lost, %d duplicated, %d 404s; want 0, 0, 0", st.EventsLost, st.EventsDuplicated, st.HTTP404)
+		}
+		if st.Resumes < int64(len(sub.Calls))/2 || st.EventsReplayed == 0 {
+			t.Errorf("%d resumes and %d events replayed for %d calls cut", st.Resumes, st.EventsReplayed, len(sub.Calls))
+		}
+		for _, c := range sub.Calls {
+			if c.Outcome == clients.Failed {
+				t.Errorf("call %d/%d failed after the client drop", c.Client, c.Seq)
+			}
+		}
+	})
+}
+
+// subHistory is h restricted to the calls in keep: the checker judges them
+// alone.
+func subHistory(h *check.History, keep map[[2]int32]bool) *check.History {
+	s := *h
+	in := func(c, k int32) bool { return keep[[2]int32{c, k}] }
+	s.Calls, s.Requests, s.Receipts, s.Drops, s.Produced = nil, nil, nil, nil, nil
+	for _, c := range h.Calls {
+		if in(c.Client, c.Seq) {
+			s.Calls = append(s.Calls, c)
+		}
+	}
+	reqIdx := map[int32]int32{}
+	for i, q := range h.Requests {
+		if in(q.Client, q.Seq) {
+			reqIdx[int32(i)] = int32(len(s.Requests))
+			s.Requests = append(s.Requests, q)
+		}
+	}
+	for _, r := range h.Receipts {
+		if in(r.Client, r.Seq) {
+			r.Req = reqIdx[r.Req]
+			s.Receipts = append(s.Receipts, r)
+		}
+	}
+	for _, d := range h.Drops {
+		if in(d.Client, d.Seq) {
+			d.Req = reqIdx[d.Req]
+			s.Drops = append(s.Drops, d)
+		}
+	}
+	for _, p := range h.Produced {
+		if in(p.Client, p.Seq) {
+			s.Produced = append(s.Produced, p)
+		}
+	}
+	return &s
+}
