@@ -80,10 +80,11 @@ type Config struct {
 const (
 	ImplNative = "native"
 	ImplGoSDK  = "go-sdk"
+	ImplTSSDK  = "ts-sdk"
 )
 
 // Impls lists the client implementations.
-var Impls = []string{ImplNative, ImplGoSDK}
+var Impls = []string{ImplNative, ImplGoSDK, ImplTSSDK}
 
 func init() {
 	goSDK := Config{

@@ -289,9 +289,18 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if share == 0 {
 		share = 1
 	}
+	var tsp *tsProc
+	if d.Client.Impl == clients.ImplTSSDK {
+		if tsp, err = startTSProc(dr); err != nil {
+			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+		}
+		defer tsp.close()
+	}
 	for i := range cl {
 		if d.Client.Impl == clients.ImplGoSDK && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
 			cl[i] = newSDKClient(dr, int32(i), tr)
+		} else if tsp != nil && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
+			cl[i] = newTSClient(dr, int32(i), tr, tsp)
 		} else {
 			cl[i] = newClient(dr, int32(i))
 		}

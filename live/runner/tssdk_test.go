@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stormsim/stormsim/clients"
@@ -175,4 +176,66 @@ func subHistory(h *check.History, keep map[[2]int32]bool) *check.History {
 		}
 	}
 	return &s
+}
+
+// TestTSClients runs live-smoke with every client the official TypeScript
+// SDK's (Client over StreamableHTTPClientTransport, in one Node process per
+// design) against the reference replica (memory-sticky-ts-clients) and
+// against the ts-sdk server (ts-memory-sticky with client.impl = "ts-sdk").
+// The recording proxy writes the histories and the checker judges them:
+// the calls complete, the SDK resumes the drops with Last-Event-ID, the
+// report's figures are the checker's on those histories, and after the hard
+// restart the SDK's calls in the dead sessions fail with its 404 error.
+func TestTSClients(t *testing.T) {
+	needTS(t)
+	sets := []string{`designs=["memory-sticky-ts-clients","ts-memory-sticky"]`, "client.impl=ts-sdk", "client.profile=ts-sdk"}
+	sc := load(t, "live-smoke", sets)
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 2, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range out.Report.Designs {
+		h := out.Histories[d.Name]
+		tt := d.Totals
+		resumed, failed404 := 0, 0
+		for _, q := range h.Requests {
+			if q.Kind == clients.ReqResume && q.Status == 200 {
+				resumed++
+			}
+		}
+		for _, c := range h.Calls {
+			if c.Outcome == clients.Failed && strings.HasPrefix(c.Err, "HTTP 404: ") {
+				failed404++
+			}
+		}
+		t.Logf("%s: %d calls, %d completed, %d failed (%d with the SDK's 404 error), %d delivered, %d lost, %d duplicated, %d resumes, %d 404s",
+			d.Name, tt.Calls, tt.CallsCompleted, tt.CallsFailed, failed404, tt.EventsDelivered, tt.EventsLost, tt.EventsDuplicated, tt.Resumes, tt.HTTP404)
+		if d.Profile != "ts-sdk" {
+			t.Errorf("%s: profile %q", d.Name, d.Profile)
+		}
+		if tt.CallsCompleted < 100 || len(h.Receipts) < 1000 {
+			t.Errorf("%s: %d calls completed, %d receipts", d.Name, tt.CallsCompleted, len(h.Receipts))
+		}
+		if tt.EventsExpected != tt.EventsDelivered+tt.EventsLost+tt.EventsPending {
+			t.Errorf("%s: conservation: %+v", d.Name, tt)
+		}
+		// The report is the checker's judgment of the recorded history.
+		if j := check.Judge(h).Totals; j.EventsLost != tt.EventsLost || j.EventsDelivered != tt.EventsDelivered || j.Resumes != tt.Resumes {
+			t.Errorf("%s: the checker on the history says %d lost, %d delivered, %d resumes; the report %d, %d, %d",
+				d.Name, j.EventsLost, j.EventsDelivered, j.Resumes, tt.EventsLost, tt.EventsDelivered, tt.Resumes)
+		}
+		if resumed < 5 || tt.Resumes != int64(resumed) {
+			t.Errorf("%s: %d resumes answered 200 in the history, %d in the report", d.Name, resumed, tt.Resumes)
+		}
+		if failed404 < 5 {
+			t.Errorf("%s: %d calls failed with the SDK's 404 error after the hard restart, want at least 5", d.Name, failed404)
+		}
+		if tt.EventsDuplicated != 0 {
+			t.Errorf("%s: %d events duplicated", d.Name, tt.EventsDuplicated)
+		}
+	}
+	if len(out.Report.Designs) != 2 {
+		t.Fatalf("%d designs ran", len(out.Report.Designs))
+	}
 }
