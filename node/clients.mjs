@@ -69,12 +69,10 @@ async function call(m) {
       status: e instanceof StreamableHTTPError ? e.code : null, // an HTTP status
       code: e instanceof McpError ? e.code : null, // a JSON-RPC error code
     });
-    // The session may be broken (a 404 ends it): the next call starts a
-    // new one, as stormsim's go-sdk clients do.
-    if (st && !st.pending) {
-      clients.delete(m.client);
-      st.client.close().catch(() => {});
-    }
+    // The client is kept, with its session id, whatever the error: the
+    // SDK does not re-initialise a session the server lost, and neither
+    // does this application, so a later call in a dead session gets 404
+    // (the ts-sdk profile's on_404 = "stale").
   } finally {
     if (st) {
       st.seq = -1;

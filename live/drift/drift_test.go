@@ -29,6 +29,8 @@ import (
 type breaker struct {
 	hint   time.Duration
 	refuse bool
+	// progress answers each resume with one new event, then resets it.
+	progress bool
 
 	mu      sync.Mutex
 	broke   time.Time
@@ -51,6 +53,16 @@ func (b *breaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if b.refuse {
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
+		}
+		if b.progress {
+			b.mu.Lock()
+			k := len(b.resumes) + 1
+			b.mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprintf(w, "id: st_%d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"drift\",\"progress\":%d,\"total\":100}}\n\n", k, k)
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
 		}
 		reset(w)
 		return
@@ -172,8 +184,11 @@ func hintDrift(p clients.Config, hint time.Duration, m measured) []string {
 	if len(m.Delays) == 0 {
 		return []string{"the SDK never resumed"}
 	}
+	// Honoured when the first delay is nearer the hint than the least the
+	// profile's backoff waits without one.
 	d := m.Delays[0]
-	honoured := d >= hint-early && d <= hint+slack(hint)
+	least := clients.Delay(&p, 0, 0, rand.New(constSrc(0)))
+	honoured := d >= hint-early && d < (hint+least)/2
 	if honoured != p.HonorRetryHint {
 		return []string{fmt.Sprintf("honor_retry_hint: the SDK waited %v after a %v hint (honoured: %v), the profile says %v", d.Round(time.Millisecond), hint, honoured, p.HonorRetryHint)}
 	}
@@ -189,6 +204,18 @@ func refuseDrift(p clients.Config, resumes int) []string {
 	}
 	if on != p.RetryOn {
 		return []string{fmt.Sprintf("retry_on: the SDK resumed %d times when each resume got 503 (%s), the profile says %q", resumes, on, p.RetryOn)}
+	}
+	return nil
+}
+
+// progressDrift compares how many times the SDK resumed when every resume
+// brought one new event and then broke with profile p's reset_on_progress:
+// a client whose retry count starts again on progress keeps resuming past
+// max_retries.
+func progressDrift(p clients.Config, resumes int) []string {
+	resets := resumes > p.MaxRetries
+	if resets != p.ResetOnProgress {
+		return []string{fmt.Sprintf("reset_on_progress: the SDK resumed %d times when every resume brought an event and then broke (resets: %v), the profile says %v", resumes, resets, p.ResetOnProgress)}
 	}
 	return nil
 }
@@ -283,16 +310,25 @@ func TestDriftGoSDK(t *testing.T) {
 	var reset, hinted measured
 	var refused int
 	var wg sync.WaitGroup
-	wg.Add(3)
+	var onProgress int
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		b := &breaker{progress: true}
+		goSDKBreak(t, b, 8)
+		onProgress = b.count()
+	}()
 	go func() { defer wg.Done(); reset = goSDKBreak(t, &breaker{}, 0) }()
-	go func() { defer wg.Done(); hinted = goSDKBreak(t, &breaker{hint: 300 * time.Millisecond}, 2) }()
+	go func() { defer wg.Done(); hinted = goSDKBreak(t, &breaker{hint: 100 * time.Millisecond}, 2) }()
 	go func() { defer wg.Done(); b := &breaker{refuse: true}; goSDKBreak(t, b, 0); refused = b.count() }()
 	wg.Wait()
-	t.Logf("go-sdk: resets: %d resumes, delays %v; 300ms hint: first delay %v; 503: %d resumes", len(reset.Delays), reset.Delays, hinted.Delays[:min(1, len(hinted.Delays))], refused)
+	t.Logf("go-sdk: resets: %d resumes, delays %v; 100ms hint: first delay %v; 503: %d resumes", len(reset.Delays), reset.Delays, hinted.Delays[:min(1, len(hinted.Delays))], refused)
 	checkProfile(t, "go-sdk", func(p clients.Config) []string { return drift(p, reset) }, func(p *clients.Config) { p.Base = 2 * time.Second })
 	checkProfile(t, "go-sdk", func(p clients.Config) []string { return drift(p, reset) }, func(p *clients.Config) { p.MaxRetries = 4 })
-	checkProfile(t, "go-sdk", func(p clients.Config) []string { return hintDrift(p, 300*time.Millisecond, hinted) }, func(p *clients.Config) { p.HonorRetryHint = false })
+	checkProfile(t, "go-sdk", func(p clients.Config) []string { return hintDrift(p, 100*time.Millisecond, hinted) }, func(p *clients.Config) { p.HonorRetryHint = false })
 	checkProfile(t, "go-sdk", func(p clients.Config) []string { return refuseDrift(p, refused) }, func(p *clients.Config) { p.RetryOn = clients.RetryOnAny })
+	t.Logf("go-sdk: %d resumes when each brought an event", onProgress)
+	checkProfile(t, "go-sdk", func(p clients.Config) []string { return progressDrift(p, onProgress) }, func(p *clients.Config) { p.ResetOnProgress = false })
 }
 
 // TestDriftTSSDK measures the TypeScript SDK 1.32.2's client against the
@@ -302,11 +338,18 @@ func TestDriftTSSDK(t *testing.T) {
 	var reset, hinted measured
 	var refused int
 	var wg sync.WaitGroup
-	wg.Add(3)
+	var onProgress int
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		b := &breaker{progress: true}
+		tsSDKBreak(t, b, 5, 6*time.Second)
+		onProgress = b.count()
+	}()
 	go func() { defer wg.Done(); reset = tsSDKBreak(t, &breaker{}, 0, 6*time.Second) }()
 	go func() {
 		defer wg.Done()
-		hinted = tsSDKBreak(t, &breaker{hint: 300 * time.Millisecond}, 0, 3*time.Second)
+		hinted = tsSDKBreak(t, &breaker{hint: 100 * time.Millisecond}, 0, 3*time.Second)
 	}()
 	go func() {
 		defer wg.Done()
@@ -315,10 +358,12 @@ func TestDriftTSSDK(t *testing.T) {
 		refused = b.count()
 	}()
 	wg.Wait()
-	t.Logf("ts-sdk: resets: %d resumes, delays %v; 300ms hint: delays %v; 503: %d resumes", len(reset.Delays), reset.Delays, hinted.Delays, refused)
+	t.Logf("ts-sdk: resets: %d resumes, delays %v; 100ms hint: delays %v; 503: %d resumes", len(reset.Delays), reset.Delays, hinted.Delays, refused)
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return drift(p, reset) }, func(p *clients.Config) { p.Factor = 2 })
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return drift(p, reset) }, func(p *clients.Config) { p.MaxRetries = 3 })
-	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return hintDrift(p, 300*time.Millisecond, hinted) }, func(p *clients.Config) { p.HonorRetryHint = false })
+	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return hintDrift(p, 100*time.Millisecond, hinted) }, func(p *clients.Config) { p.HonorRetryHint = false })
+	t.Logf("ts-sdk: %d resumes when each brought an event", onProgress)
+	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return progressDrift(p, onProgress) }, func(p *clients.Config) { p.ResetOnProgress = !p.ResetOnProgress })
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return refuseDrift(p, refused) }, func(p *clients.Config) {
 		if p.RetryOn == clients.RetryOnAny {
 			p.RetryOn = clients.RetryOnNetwork
