@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"bufio"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -237,5 +239,41 @@ func TestTSClients(t *testing.T) {
 	}
 	if len(out.Report.Designs) != 2 {
 		t.Fatalf("%d designs ran", len(out.Report.Designs))
+	}
+}
+
+// TestTSClientsTarget aims ts-sdk clients at a server stormsim does not run
+// (--target, that is server.url): a reference replica started on its own.
+// They call its tool through the recording proxy and every call completes
+// with nothing lost, judged by the checker from the client side.
+func TestTSClientsTarget(t *testing.T) {
+	needTS(t)
+	abs, _ := filepath.Abs("../../scenarios.toml")
+	cmd := exec.Command(bin, "serve", "--file", abs, "--scenario", "live-smoke", "--design", "memory-sticky", "--addr", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }() //nolint:errcheck // it is killed
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		t.Fatalf("the replica said %q (%v)", line, err)
+	}
+	sets := []string{"server.url=" + url, `designs=["memory-sticky"]`, "client.impl=ts-sdk", "client.profile=ts-sdk",
+		"duration=10s", "drain=5s", "workload.clients=20", "workload.events_min=5", "workload.events_max=10"}
+	sc := load(t, "steady", sets)
+	res, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Report.Designs[0]
+	tt := d.Totals
+	t.Logf("%d calls, %d completed, %d delivered, %d lost, %d receipts", tt.Calls, tt.CallsCompleted, tt.EventsDelivered, tt.EventsLost, len(res.Histories[d.Name].Receipts))
+	if d.Profile != "ts-sdk" || tt.CallsCompleted < 20 || tt.CallsCompleted != tt.Calls || tt.EventsLost != 0 || tt.EventsDelivered == 0 {
+		t.Errorf("against --target: profile %s, %+v", d.Profile, tt)
 	}
 }
