@@ -10,7 +10,7 @@ BIN      := bin/stormsim
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -19,6 +19,11 @@ help: ## list the targets
 
 build: ## build bin/stormsim
 	$(GO) build -o $(BIN) ./cmd/stormsim
+
+# make node: the official MCP TypeScript SDK (node/package.json pins 1.32.2, node/package-lock.json
+# the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
+node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/ (needs Node.js 20 and npm)
+	cd node && npm ci --no-audit --no-fund
 
 sim: build ## run SCENARIO (default deploy-restart) in the simulator: make sim SCENARIO=crash
 	./$(BIN) run $(SCENARIO) --out $(OUT) $(ARGS)
@@ -63,6 +68,12 @@ agree-long-outage:
 		--set duration=255s --set drain=5s --set workload.clients=300 --set workload.arrival_rate=100 \
 		--set workload.drop_every=20s --set store.memory_cap_bytes=314573 --set 'designs=["memory-sticky","redis-events"]' $(ARGS)
 
+# make interop: every client {native compliant, go-sdk, ts-sdk} against every server {reference,
+# go-sdk, ts-sdk} on memory-sticky and redis-shared (reference only), through a hard restart and a
+# client drop; results/interop/matrix.md and matrix.json, and its section of docs/measurements.md.
+interop: build node ## the real-client × real-server matrix: results/interop/matrix.md and matrix.json
+	$(MEASURE) interop -- ./$(BIN) interop --out $(OUT)/interop $(ARGS)
+
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
@@ -73,8 +84,8 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
 # Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
-test: lint ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
+LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
+test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -skip $(LONG_TESTS) ./live/..."; \

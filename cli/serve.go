@@ -80,6 +80,9 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	if d.Server == topology.ServerGoSDK {
 		return serveSDK(ctx, env, d, addr, redisAddr, logPath)
 	}
+	if d.Server == topology.ServerTSSDK {
+		return serveTS(d, addr, logPath)
+	}
 	cfg := replica.Config{
 		Slot: slot, Slots: slots, HashMint: d.LB == "hash",
 		Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, Era: d.Era,

@@ -126,7 +126,7 @@ func TestDropWithoutID(t *testing.T) {
 // The retry budget ends the call; progress resets it when the profile says so.
 func TestRetryBudget(t *testing.T) {
 	t.Parallel()
-	b := brain(t, "ts-sdk") // 2 retries, no reset on progress
+	b := brain(t, "python-sdk") // 2 retries, no reset on progress
 	open(t, b)
 	for i := 0; i < 2; i++ {
 		a := b.Step(Input{Kind: InStreamEnd, Cursor: 1 + i, HasID: true})

@@ -102,10 +102,11 @@ type Config struct {
 const (
 	ImplNative = "native"
 	ImplGoSDK  = "go-sdk"
+	ImplTSSDK  = "ts-sdk"
 )
 
 // Impls lists the client implementations.
-var Impls = []string{ImplNative, ImplGoSDK}
+var Impls = []string{ImplNative, ImplGoSDK, ImplTSSDK}
 
 func init() {
 	goSDK := Config{
@@ -117,13 +118,19 @@ func init() {
 	}
 	ts := goSDK
 	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404, ts.NoID = "ts-sdk", JitterNone, 2, false, On404Stale, NoIDWait
+	// The TypeScript SDK retries a resume that got any non-2xx answer
+	// (but 405) as it retries a network error, and counts its retries
+	// from 0 again at every break of a stream it had resumed
+	// (TestDriftTSSDK: two resumes against 503s, five and on when each
+	// resume brought an event).
+	ts.RetryOn, ts.ResetOnProgress = RetryOnAny, true
 	py := ts
-	py.Profile, py.Strategy, py.Factor, py.Cap = "python-sdk", StrategyConstant, 1, 0
+	py.Profile, py.Strategy, py.Factor, py.Cap, py.RetryOn, py.ResetOnProgress = "python-sdk", StrategyConstant, 1, 0, RetryOnNetwork, false
 	compliant := goSDK
 	compliant.Profile, compliant.RetryOn, compliant.On404, compliant.OnError, compliant.NoID =
 		"compliant", RetryOnAny, On404Reinit, OnErrorReissue, NoIDStandalone
 	stuck := ts
-	stuck.Profile, stuck.On404 = "stuck", On404Stuck
+	stuck.Profile, stuck.On404, stuck.RetryOn, stuck.ResetOnProgress = "stuck", On404Stuck, RetryOnNetwork, false
 	for _, c := range []Config{goSDK, ts, py, compliant, stuck} {
 		profiles[c.Profile] = c
 	}

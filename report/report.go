@@ -390,12 +390,17 @@ func (r *Report) Design(name string) *Design {
 // ServerNotes gives a design's Server and Notes for the replica flavour
 // server, in a report of engine.
 func ServerNotes(server, engine string) (string, []string) {
-	if server != "go-sdk" {
+	var notes []string
+	switch server {
+	case "go-sdk":
+		notes = []string{"go-sdk server: local sessions only (the SDK cannot share sessions between replicas)"}
+	case "ts-sdk":
+		notes = []string{"ts-sdk server: local sessions only, each with its own InMemoryEventStore without a cap (the SDK's example wiring)"}
+	default:
 		return "", nil
 	}
-	notes := []string{"go-sdk server: local sessions only (the SDK cannot share sessions between replicas)"}
 	if engine == "sim" {
-		notes = append(notes, "the simulator models the go-sdk server as the reference replica of the same design")
+		notes = append(notes, "the simulator models the "+server+" server as the reference replica of the same design")
 	}
 	return server, notes
 }

@@ -806,6 +806,7 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	if d.Server == topology.ServerGoSDK && d.Sessions == topology.SessionsShared {
 		ld.errorf(where+".server", "the go-sdk server cannot share sessions between replicas: use sessions = \"local\" or server = %q", topology.ServerReference)
 	}
+	ld.validateTSServer(where, &d)
 	return d, true
 }
 

@@ -114,6 +114,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown profile", "[design.x]\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.client]\nprofile = \"java-sdk\"\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.client.profile", "java-sdk", "go-sdk"}},
 		// Inconsistent design.
 		{"stateless with store", "[design.x]\nmode=\"stateless\"\nsessions=\"none\"\nevents=\"redis\"\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.mode", "stateless"}},
+		// The ts-sdk server: sessions in its process, its own in-memory store without a cap.
+		{"ts-sdk shared", "[design.x]\nserver=\"ts-sdk\"\nmode=\"stateful\"\nsessions=\"shared\"\nevents=\"redis\"\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.server", "ts-sdk server cannot share sessions", "InMemoryEventStore"}},
+		{"ts-sdk cap", "[design.x]\nserver=\"ts-sdk\"\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.store.memory_cap_bytes", "10485760", "has no cap"}},
 		// Unknown fault kind.
 		{"unknown fault", minimal + "[[scenario.s.faults]]\nkind = \"meteor\"\nat = \"1s\"\n", nil, []string{"t.toml: scenario.s.faults[0]", `"meteor"`, "crash"}},
 		// Fault after the end.

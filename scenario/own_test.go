@@ -58,7 +58,7 @@ drain_limit = "7s"
 		{"design flavour and table", "[scenario.s.server]\ncommand = \"x {port}\"\n[design.memory-sticky]\nmode = \"stateful\"\nsessions = \"local\"\nevents = \"memory\"\nserver = \"go-sdk\"",
 			`design.memory-sticky.server: "go-sdk" is a built-in server, but s.toml: scenario.s brings its own`},
 		{"design integer", "[design.memory-sticky]\nmode = \"stateful\"\nsessions = \"local\"\nevents = \"memory\"\nserver = 3",
-			`design.memory-sticky.server: want a built-in server (reference, go-sdk) or a table`},
+			`design.memory-sticky.server: want a built-in server (reference, go-sdk, ts-sdk) or a table`},
 	} {
 		_, err := Parse("s.toml", []byte(base+tc.toml+"\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

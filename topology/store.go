@@ -27,13 +27,14 @@ var (
 	Sessions = []string{SessionsNone, SessionsLocal, SessionsShared}
 	Events   = []string{EventsNone, EventsMemory, EventsRedis}
 	Eras     = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
-	Servers  = []string{ServerReference, ServerGoSDK}
+	Servers  = []string{ServerReference, ServerGoSDK, ServerTSSDK}
 )
 
 // Replica flavours of the live engine.
 const (
 	ServerReference = "reference" // stormsim's own replica (live/replica)
 	ServerGoSDK     = "go-sdk"    // the official MCP Go SDK's StreamableHTTPHandler (live/sdkreplica)
+	ServerTSSDK     = "ts-sdk"    // the official MCP TypeScript SDK's StreamableHTTPServerTransport (node/server.mjs)
 )
 
 // StoreConfig holds the retention and cost of the event stores.

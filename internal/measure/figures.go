@@ -25,6 +25,8 @@ func Figures(name string, out []byte, took time.Duration, agreementFiles []strin
 		return agreeFigures(agreementFiles)
 	case name == "orderings":
 		return orderingFigures(out)
+	case name == "interop":
+		return interopFigures(out), nil
 	case name == "test-time":
 		return fmt.Sprintf("`make test` passed in **%s** of wall time.\n", took.Round(time.Second)), nil
 	default:
@@ -55,6 +57,22 @@ func orderingFigures(out []byte) (string, error) {
 }
 
 // verbatim keeps a command's own summary as it printed it.
+// interopFigures keeps the matrix's tables as make interop printed them,
+// its headings one level down, without the title.
+func interopFigures(out []byte) string {
+	var b strings.Builder
+	for line := range strings.Lines(string(out)) {
+		switch {
+		case strings.HasPrefix(line, "# "):
+		case strings.HasPrefix(line, "## "):
+			b.WriteString("#" + line)
+		default:
+			b.WriteString(line)
+		}
+	}
+	return strings.TrimSpace(b.String()) + "\n"
+}
+
 func verbatim(out []byte) string {
 	return "```\n" + strings.TrimRight(string(out), "\n") + "\n```\n"
 }

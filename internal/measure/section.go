@@ -83,6 +83,7 @@ var titles = map[string]string{
 	"test-time":           "make test-time: how long make test takes",
 	"orderings":           "make orderings: how often each claim about the backoff variants holds",
 	"bench-host-lateness": "make host-lateness: how late an ordinary live run runs on this machine",
+	"interop":             "make interop: real clients against real servers",
 }
 
 // Title is the heading of a section.

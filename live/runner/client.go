@@ -220,7 +220,7 @@ func (c *vclient) body(r clients.Req) []byte {
 		}
 		m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
 			"name":      "stream",
-			"arguments": map[string]any{"events": c.e, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes},
+			"arguments": map[string]any{"events": c.e - c.d.resultOnly, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes},
 			"_meta":     map[string]any{"progressToken": tok}}}
 	default:
 		return nil
@@ -264,7 +264,7 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	}
 	if a.Req == clients.ReqResume {
 		rec.Cursor = int32(a.Cursor)
-		if c.d.own != nil {
+		if c.d.own != nil || c.d.opaqueIDs {
 			// Another server's ids need not be <stream>_<index>: resume
 			// from the last id it sent, as the SDK clients do.
 			req.Header.Set("Last-Event-ID", c.lastID)
@@ -582,7 +582,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		idx := int32(-1)
 		attempt := c.attempt
 		own := c.prog != nil
-		if ev.HasID && own {
+		if ev.HasID && (own || c.d.opaqueIDs) {
 			// A server the user brings: the index comes from its progress
 			// notifications alone, whatever its ids look like.
 			if ev.ID != "" {

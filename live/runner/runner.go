@@ -124,8 +124,15 @@ type designRun struct {
 	reconnSem  chan struct{}       // client.max_concurrent_reconnects, shared by the design's clients; nil for none
 	own        *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
 	tool       string              // the own server's tool
-	host       *hostWatch          // the run's lateness
-	iso        *isolation          // the isolation probes; nil when off
+	// opaqueIDs: the server's event ids name no index (the ts-sdk
+	// server's); resumes send the last id received. resultOnly is what a
+	// call's events count beyond its progress notifications: the ts-sdk
+	// server's tool sends progress 1..N of N and then the result, so a
+	// call of e events asks it for e-1.
+	opaqueIDs  bool
+	resultOnly int32
+	host       *hostWatch // the run's lateness
+	iso        *isolation // the isolation probes; nil when off
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -275,6 +282,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
 		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own, host: opts.host,
 	}
+	if d.Server == topology.ServerTSSDK {
+		dr.opaqueIDs, dr.resultOnly = true, 1
+	}
 	if own != nil {
 		dr.tool = own.Tool.Name
 		if dr.tool == "" {
@@ -295,9 +305,18 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if share == 0 {
 		share = 1
 	}
+	var tsp *tsProc
+	if d.Client.Impl == clients.ImplTSSDK {
+		if tsp, err = startTSProc(dr); err != nil {
+			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+		}
+		defer tsp.close()
+	}
 	for i := range cl {
 		if d.Client.Impl == clients.ImplGoSDK && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
 			cl[i] = newSDKClient(dr, int32(i), tr)
+		} else if tsp != nil && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
+			cl[i] = newTSClient(dr, int32(i), tr, tsp)
 		} else {
 			cl[i] = newClient(dr, int32(i))
 		}

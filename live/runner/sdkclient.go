@@ -180,7 +180,7 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	if err == nil {
 		tok := check.Token(c.id, seq, 0)
 		params := &mcp.CallToolParams{Name: "stream",
-			Arguments: map[string]any{"events": n, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
+			Arguments: map[string]any{"events": n - c.d.resultOnly, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
 		if o := c.d.own; o != nil {
 			// A server the user brings: its tool, the arguments template.
 			params.Name, params.Arguments = c.d.tool, o.ToolArguments(int(n), c.d.intervalMS, c.d.sc.Workload.EventBytes)
