@@ -142,6 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// DrainingHeader is set on the 503 a draining replica answers new work
+// with (an initialize, a call): it refused the request before doing
+// anything, so a load balancer may send it to another replica.
+const DrainingHeader = "X-Stormsim-Draining"
+
 // Healthy reports whether the replica takes new work (the LB's health check).
 func (s *Server) Healthy() bool {
 	s.mu.Lock()
@@ -229,6 +234,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 	draining := s.draining
 	s.mu.Unlock()
 	if draining {
+		w.Header().Set(DrainingHeader, "1")
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
@@ -299,6 +305,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
+		w.Header().Set(DrainingHeader, "1")
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
