@@ -70,7 +70,7 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 
 	abs, _ := filepath.Abs(file)
 	t, err := topo.Start(ctx, sc, d, &topo.Options{
-		File: abs, RedisAddr: redisAddr, LogDir: logDir, Set: set, Counts: true,
+		File: abs, RedisAddr: redisAddr, LogDir: logDir, Set: set, Counts: true, Detach: true,
 		Health: &lb.Health{Interval: sc.HealthCheck.Interval, Threshold: sc.HealthCheck.Threshold},
 		Notify: u.changed,
 	})

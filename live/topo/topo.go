@@ -65,6 +65,12 @@ type Options struct {
 	// or putting it back), one line at a time, in order, from one
 	// goroutine: "slot 1 pid 1234 exited: signal: killed".
 	Notify func(string)
+	// Detach starts each reference replica in a process group of its
+	// own, so that a terminal's Ctrl-C, sent to the foreground group,
+	// reaches the caller alone, which then stops the replicas in order
+	// (reading their counters first). They still die with the caller
+	// (package child).
+	Detach bool
 }
 
 // Topology is a running live topology. Its methods are safe for concurrent
@@ -226,6 +232,9 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
 	}
 	cmd := exec.Command(t.opts.Bin, args...)
+	if t.opts.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
