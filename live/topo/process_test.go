@@ -94,7 +94,7 @@ retry_hint = "300ms"
 func TestUpSIGINTLeavesNothing(t *testing.T) {
 	t.Parallel()
 	abs, _ := filepath.Abs("../../scenarios.toml")
-	cmd := exec.Command(bin, "up", "steady", "--design", "redis-shared", "--file", abs)
+	cmd := exec.Command(bin, "up", "steady", "--design", "redis-shared", "--file", abs, "--logs", t.TempDir())
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
