@@ -161,8 +161,8 @@ func redisStore(d *scenario.Design, redisAddr string) (rs *store.Redis, done fun
 // listenAndWait serves mcp on /mcp, a health check on /healthz (503 when
 // healthy says no) and, when storeBytes is set, the bytes its in-memory
 // event store holds on /stormsim/store ({"bytes": N}; 404 without) at addr, prints "listening on http://ADDR/mcp", and
-// waits for SIGTERM (drain: true) or the end of ctx (false). The caller
-// shuts hs down.
+// waits for SIGTERM (drain: true, after printing "draining") or the end of
+// ctx (false). The caller shuts hs down.
 func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler, healthy func() bool, storeBytes func() int64, routes ...route) (hs *http.Server, drain bool, err error) {
 	mux := http.NewServeMux()
 	for _, r := range routes {
@@ -199,17 +199,23 @@ func listenAndWait(ctx context.Context, env *Env, addr string, mcp http.Handler,
 	defer signal.Stop(term)
 	select {
 	case <-term:
-		return hs, true, nil
 	case <-ctx.Done():
 		// The command's context ends on SIGINT and SIGTERM alike: SIGTERM
 		// reaches term as well, SIGINT does not.
 		select {
 		case <-term:
-			return hs, true, nil
 		case <-time.After(100 * time.Millisecond):
 			return hs, false, nil
 		}
 	}
+	// The line tells the process that started this one (stormsim's
+	// topology) that the drain begins: its LB takes the replica out of
+	// the pool at once, whoever sent the SIGTERM.
+	fmt.Fprintln(env.Stdout, "draining")
+	if f, ok := env.Stdout.(*os.File); ok {
+		f.Sync()
+	}
+	return hs, true, nil
 }
 
 // route is one more handler of a replica's stormsim endpoint.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/topo"
 )
 
@@ -16,17 +17,25 @@ func init() {
 }
 
 func upCmd(ctx context.Context, env *Env, args []string) error {
-	var file, design, redisAddr string
-	var once bool
+	var file, design, redisAddr, statePath, logDir string
+	var once, noSchedule bool
+	var set listFlag
 	fs := newFlags(env, "up", "SCENARIO --design NAME [flags]",
 		"Start the live topology of one design of SCENARIO: a `stormsim serve` process per replica, a private\n"+
-			"redis-server on a loopback port when the design needs one, and the load balancer. Print the MCP endpoint\n"+
-			"to point any MCP client at, then apply the scenario's fault schedule in a loop until Ctrl-C.\n"+
+			"redis-server on a loopback port when the design needs one, and the load balancer, which checks the\n"+
+			"replicas' health (health_check.interval, health_check.threshold). Print one line per replica\n"+
+			"(\"slot 0 pid 1234 http://…\"), then the MCP endpoint to point any MCP client at, and apply the\n"+
+			"scenario's fault schedule in a loop until Ctrl-C. `stormsim fault --up STATE …` applies a fault on\n"+
+			"demand. The replicas' production logs, the up log and their counters go to a folder named at start.\n"+
 			"On exit every process stormsim started is stopped.")
 	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&design, "design", "", "`design` to run")
 	fs.StringVar(&redisAddr, "redis-url", "", "use this Redis (`URL`: redis://host:port/db or host:port) instead of starting one; stormsim never stops or restarts it")
-	fs.BoolVar(&once, "once", false, "apply the fault schedule once, then stop")
+	fs.BoolVar(&once, "once", false, "serve the scenario's whole duration and drain, with its fault schedule once, then stop")
+	fs.BoolVar(&noSchedule, "no-schedule", false, "do not apply the scenario's fault schedule: faults come from outside (stormsim fault)")
+	fs.StringVar(&statePath, "state", "", "write the topology's state as JSON to `file`, kept current (default: state.json in the logs folder)")
+	fs.StringVar(&logDir, "logs", "", "`folder` for the production logs, the up log and the counters (default: a new folder under the temporary directory)")
+	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -34,43 +43,103 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 || design == "" {
 		return usagef("up: want SCENARIO and --design")
 	}
-	sc, d, err := designOf(file, pos[0], design, nil)
+	sc, d, err := designOf(file, pos[0], design, set)
 	if err != nil {
 		return err
 	}
+	if logDir == "" {
+		logDir, err = os.MkdirTemp("", fmt.Sprintf("stormsim-up-%s-%s-", sc.Name, d.Name))
+	} else {
+		err = os.MkdirAll(logDir, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("up: the logs folder: %w", err)
+	}
+	logDir, _ = filepath.Abs(logDir)
+	if statePath == "" {
+		statePath = filepath.Join(logDir, "state.json")
+	}
+	statePath, _ = filepath.Abs(statePath)
+	u, err := newUpRun(env, logDir, statePath)
+	if err != nil {
+		return err
+	}
+	defer u.close()
+	u.state.Scenario, u.state.Design = sc.Name, d.Name
+	u.logf("logs in %s", logDir)
+
 	abs, _ := filepath.Abs(file)
-	t, err := topo.Start(ctx, sc, d, &topo.Options{File: abs, RedisAddr: redisAddr})
+	t, err := topo.Start(ctx, sc, d, &topo.Options{
+		File: abs, RedisAddr: redisAddr, LogDir: logDir, Set: set, Counts: true, Detach: true,
+		Health: &lb.Health{Interval: sc.HealthCheck.Interval, Threshold: sc.HealthCheck.Threshold},
+		Notify: u.changed,
+	})
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	run, err := u.serve(ctx, sc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "logs: %s\nstate: %s\ncontrol: %s\n", logDir, statePath, u.state.Control)
+	if pid := t.RedisPID(); pid != 0 {
+		fmt.Fprintf(env.Stdout, "redis pid %d %s\n", pid, t.RedisAddr())
+	}
+	u.setTopology(t) // prints a line per slot
 	fmt.Fprintf(env.Stdout, "endpoint: %s\n", t.Endpoint())
-	fmt.Fprintf(env.Stdout, "pids: %v\n", t.PIDs())
 	if f, ok := env.Stdout.(*os.File); ok {
 		f.Sync()
 	}
-	steps := faults.Timeline(sc.Faults, sc.FaultContext())
-	for round := 1; ; round++ {
-		start := time.Now()
-		for _, s := range steps {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Until(start.Add(s.At))):
-			}
-			if err := t.Apply(ctx, s); err != nil {
-				fmt.Fprintf(env.Stderr, "up: fault step at %v: %v\n", s.At, err)
-			} else {
-				fmt.Fprintf(env.Stderr, "up: round %d, %v: %s\n", round, s.At, s.Describe())
-			}
-		}
-		if once {
-			return nil
+
+	start := time.Now()
+	var steps []faults.Step
+	switch {
+	case noSchedule:
+		u.logf("no fault schedule (--no-schedule): faults come from stormsim fault --up %s", statePath)
+	default:
+		steps = faults.Timeline(sc.Faults, sc.FaultContext())
+	}
+	if once {
+		horizon := sc.Duration + sc.Drain
+		u.logf("serving %v (duration %v, drain %v), then stopping (--once)", horizon, sc.Duration, sc.Drain)
+		if len(steps) > 0 {
+			u.wg.Add(1)
+			go func() {
+				defer u.wg.Done()
+				u.play(run, steps, start, "schedule, ")
+			}()
 		}
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Until(start.Add(sc.Duration))):
+			return u.finish(t)
+		case <-time.After(time.Until(start.Add(horizon))):
 		}
+		u.logf("served the whole %v: stopping", horizon)
+		return u.finish(t)
+	}
+	for round := 1; len(steps) > 0; round++ {
+		rs := time.Now()
+		u.play(run, steps, rs, fmt.Sprintf("round %d, ", round))
+		select {
+		case <-ctx.Done():
+			return u.finish(t)
+		case <-time.After(time.Until(rs.Add(sc.Duration))):
+		}
+	}
+	<-ctx.Done()
+	return u.finish(t)
+}
+
+// play applies steps at their times from start, until run ends; label
+// begins each log line.
+func (u *upRun) play(run context.Context, steps []faults.Step, start time.Time, label string) {
+	for _, s := range steps {
+		select {
+		case <-run.Done():
+			return
+		case <-time.After(time.Until(start.Add(s.At))):
+		}
+		u.apply(run, s, fmt.Sprintf("%s%v", label, s.At))
 	}
 }

@@ -49,6 +49,8 @@ type subs struct {
 	Server toml.Primitive `toml:"server"`
 	// Isolation holds the isolation probes' settings (Isolation).
 	Isolation toml.Primitive `toml:"isolation"`
+	// HealthCheck holds `stormsim up`'s LB health check (HealthCheck).
+	HealthCheck toml.Primitive `toml:"health_check"`
 }
 
 // scenarioOnly holds what only a [scenario.NAME] block may have.
@@ -433,6 +435,12 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	for i, l := range layers {
 		if l.defined("isolation") {
 			ld.decode(l, sub[i].Isolation, &s.Isolation)
+		}
+	}
+	s.HealthCheck = HealthCheck{Interval: time.Second, Threshold: 2}
+	for i, l := range layers {
+		if l.defined("health_check") {
+			ld.decode(l, sub[i].HealthCheck, &s.HealthCheck)
 		}
 	}
 	ld.validateTop(s, t, layers)
@@ -873,6 +881,14 @@ func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {
 	if w.DropEvery < 0 {
 		bad("workload.drop_every", "%v is negative", w.DropEvery)
 	}
+	if h := s.HealthCheck; h.Interval < 0 {
+		bad("health_check.interval", "%v is negative (0 turns the probes off)", h.Interval)
+	} else if h.Interval > 0 && h.Interval < 10*time.Millisecond {
+		bad("health_check.interval", "%v is shorter than 10ms: the probes would load the replicas they watch", h.Interval)
+	}
+	if h := s.HealthCheck; h.Threshold < 1 || h.Threshold > 100 {
+		bad("health_check.threshold", "%d is not in 1..100", h.Threshold)
+	}
 }
 
 // unknownKeys reports every key no struct claimed, with the valid ones.
@@ -966,6 +982,10 @@ func validKeys(parent []string, setLayer bool) []string {
 		case "isolation":
 			if parent[0] != "design" {
 				return tomlKeys(reflect.TypeOf(Isolation{}))
+			}
+		case "health_check":
+			if parent[0] != "design" {
+				return tomlKeys(reflect.TypeOf(HealthCheck{}))
 			}
 		case "tool":
 			if parent[len(parent)-2] == "server" {

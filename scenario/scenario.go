@@ -55,6 +55,11 @@ type Scenario struct {
 	// part of the scenario's hash: the probes judge a run and are kept out
 	// of every metric it reports.
 	Isolation Isolation `json:"-"`
+	// HealthCheck is the active health check of `stormsim up`'s load
+	// balancer. Not part of the scenario's hash: scenario runs do not use
+	// it (their LB learns of a death as lb-health-delay says, as the
+	// simulator models it).
+	HealthCheck HealthCheck `json:"-"`
 	// Warnings are settings that load but are probably not what was meant
 	// (each names the file and key); the engines copy them into the
 	// report's notes. Not part of the scenario's hash.
@@ -160,6 +165,17 @@ type Isolation struct {
 	// (--target), where the probes would send forged ids to a deployment
 	// stormsim does not control.
 	Probes *bool `toml:"probes" json:"probes,omitempty"`
+}
+
+// HealthCheck is [scenario.NAME.health_check]: how `stormsim up`'s load
+// balancer probes its replicas.
+type HealthCheck struct {
+	// Interval is the time between two probes of a replica; 0 turns the
+	// probes off (the passive checks stay on).
+	Interval time.Duration `toml:"interval" json:"interval"`
+	// Threshold is how many probes in a row must fail before the LB takes
+	// a replica out of its pool; one that succeeds puts it back.
+	Threshold int `toml:"threshold" json:"threshold"`
 }
 
 // ProbesFor reports whether the live engine probes design d's isolation.

@@ -12,6 +12,7 @@ package lb
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,7 @@ type Balancer struct {
 	policy   topology.Policy
 	backends []*backend
 	latency  time.Duration
+	health   *Health // nil: no health checks (a scenario run); see CheckHealth
 }
 
 type backend struct {
@@ -41,6 +44,10 @@ type backend struct {
 	inPool      bool // the LB routes to it
 	partitioned bool // unreachable: requests to it fail
 	conns       map[*http.Request]context.CancelFunc
+	// down: the health checks found it down (CheckHealth); fails counts
+	// the active probes that failed in a row. SetBackend clears both.
+	down  bool
+	fails int
 }
 
 // New returns a balancer over the replica URLs, all in the pool.
@@ -91,7 +98,23 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 			// breaks, as a cut does, instead of answering an empty 200.
 			panic(http.ErrAbortHandler)
 		}
+		if bw, ok := w.(*binder); ok && bw.passive(err) {
+			return // bw.retry: ServeHTTP sends the request to another replica
+		}
+		if errors.Is(err, errDraining) {
+			w.Header().Set(replica.DrainingHeader, "1")
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
 		http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
+	}
+	p.ModifyResponse = func(resp *http.Response) error {
+		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(replica.DrainingHeader) != "" {
+			if bw, ok := resp.Request.Context().Value(binderKey{}).(*binder); ok && bw.checking {
+				return errDraining // refused before any work: the passive check sends it elsewhere
+			}
+		}
+		return nil
 	}
 	return p, u, nil
 }
@@ -100,11 +123,17 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 type view struct{ b *Balancer }
 
 func (v view) Replicas() int     { return len(v.b.backends) }
-func (v view) InPool(i int) bool { return v.b.backends[i].inPool }
+func (v view) InPool(i int) bool { return v.b.backends[i].inPool && !v.b.backends[i].down }
 func (v view) Conns(i int) int   { return len(v.b.backends[i].conns) }
 
 // ReplicaHeader names the slot the LB sent a request to, on its response.
 const ReplicaHeader = "X-Stormsim-Replica"
+
+// MovedHeader lists, on a response, the slots the LB sent the request to
+// before the one in ReplicaHeader, comma-separated: slots its passive
+// health check found down or draining just then (CheckHealth). Absent when
+// the first slot answered.
+const MovedHeader = "X-Stormsim-Moved-From"
 
 // maxBody bounds a request body the LB buffers.
 const maxBody = 4 << 20
@@ -128,27 +157,48 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &replayBody{bytes.NewReader(body)}
 		r.ContentLength = int64(len(body))
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
+	var moved []string
+	for attempt := 0; ; attempt++ {
+		if body, ok := r.Body.(*replayBody); ok {
+			body.Reset() // a request the passive check moved is sent again whole
+		}
+		bw, done := b.forward(w, r, sid, attempt, moved)
+		if done {
+			return
+		}
+		moved = append(moved, strconv.Itoa(bw.slot))
+	}
+}
+
+// forward sends r to the slot the policy picks; done is false when the
+// passive health check found that slot down or draining before the
+// request reached it, and the request should go to another.
+func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, sid string, attempt int, moved []string) (bw *binder, done bool) {
 	b.mu.Lock()
 	slot := b.policy.Pick(topology.Request{HasSession: sid != "", Session: replica.SessionKey(sid)}, view{b})
 	if slot < 0 {
 		b.mu.Unlock()
 		http.Error(w, "no replica up", http.StatusServiceUnavailable)
-		return
+		return nil, true
 	}
 	be := b.backends[slot]
 	if be.partitioned {
 		b.mu.Unlock()
 		http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
-		return
+		return nil, true
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	bw = &binder{ResponseWriter: w, b: b, slot: slot, proxy: be.proxy, checking: b.health != nil, canMove: attempt < len(b.backends)}
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), binderKey{}, bw))
 	r = r.WithContext(ctx)
 	be.conns[r] = cancel
 	delay := b.latency
+	if attempt > 0 {
+		delay = 0 // the client's round trip was paid once
+	}
 	proxy := be.proxy // SetBackend may replace it once the lock is released
 	b.mu.Unlock()
 	defer func() {
@@ -165,16 +215,36 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set(ReplicaHeader, strconv.Itoa(slot)) // which replica answered, for the history
-	proxy.ServeHTTP(&binder{ResponseWriter: w, b: b, slot: slot}, r)
+	if len(moved) > 0 {
+		w.Header().Set(MovedHeader, strings.Join(moved, ","))
+	}
+	proxy.ServeHTTP(bw, r)
+	return bw, !bw.retry
 }
+
+// replayBody is a request body the LB read whole, so that it can be sent
+// again.
+type replayBody struct{ *bytes.Reader }
+
+func (replayBody) Close() error { return nil }
+
+func (b replayBody) Reset() { b.Seek(0, io.SeekStart) } //nolint:errcheck // a bytes.Reader seeks to 0
 
 // binder tells the policy which replica minted a session.
 type binder struct {
 	http.ResponseWriter
-	b    *Balancer
-	slot int
-	done bool
+	b     *Balancer
+	slot  int
+	done  bool
+	proxy *httputil.ReverseProxy // the slot's process when the request left
+	// checking: the health checks are on; canMove: the request may still
+	// go to another slot; retry: the passive check asks for that.
+	checking, canMove, retry bool
 }
+
+// binderKey carries the binder in the forwarded request's context, for the
+// proxy's ModifyResponse.
+type binderKey struct{}
 
 func (w *binder) WriteHeader(code int) {
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" && !w.done {
@@ -246,6 +316,7 @@ func (b *Balancer) SetBackend(slot int, raw string) error {
 	}
 	be := b.backends[slot]
 	be.url, be.proxy = u, p
+	be.down, be.fails = false, 0 // a new process: the health checks start afresh
 	return nil
 }
 

@@ -142,6 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// DrainingHeader is set on the 503 a draining replica answers new work
+// with (an initialize, a call): it refused the request before doing
+// anything, so a load balancer may send it to another replica.
+const DrainingHeader = "X-Stormsim-Draining"
+
 // Healthy reports whether the replica takes new work (the LB's health check).
 func (s *Server) Healthy() bool {
 	s.mu.Lock()
@@ -229,6 +234,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 	draining := s.draining
 	s.mu.Unlock()
 	if draining {
+		w.Header().Set(DrainingHeader, "1")
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
@@ -299,6 +305,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
+		w.Header().Set(DrainingHeader, "1")
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
@@ -584,6 +591,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 		case <-r.Context().Done():
 			return // the client went away; the call goes on
 		case <-closing:
+			// Events already handed over go out first: a drain that ends
+			// as the call's last event is produced must not drop it.
+			for pending := true; pending; {
+				select {
+				case e, open := <-ch:
+					if !open || !send(e) {
+						return
+					}
+				default:
+					pending = false
+				}
+			}
 			if s.priming() && last >= 0 { // polling with retry is new in 2025-11-25
 				out.retry(s.hint())
 			}
@@ -814,6 +833,17 @@ func (s *Server) Drain() {
 	case <-time.After(limit):
 	}
 	s.Kill()
+	// The streams Kill closed end first, with what their calls produced
+	// (a call's result among it): the caller freezes the counters next,
+	// and a frozen replica sends no result.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		n := len(s.live)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+	}
 }
 
 // Kill ends every running call at once, as a crash does, and closes every

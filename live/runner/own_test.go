@@ -327,7 +327,7 @@ func TestOwnServerTarget(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	abs, _ := filepath.Abs("../../scenarios.toml")
-	up := exec.CommandContext(ctx, bin, "up", "steady", "--design", "memory-sticky", "--file", abs)
+	up := exec.CommandContext(ctx, bin, "up", "steady", "--design", "memory-sticky", "--file", abs, "--logs", t.TempDir())
 	up.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	up.Cancel = func() error { return up.Process.Signal(syscall.SIGTERM) }
 	stdout, _ := up.StdoutPipe()

@@ -254,6 +254,9 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 	if err := t.bal.SetBackend(slot, base); err != nil {
 		return fail("%v", err)
 	}
+	t.mu.Lock()
+	t.setSlot(slot, cmd, base, SlotServing, "", "serving "+base)
+	t.mu.Unlock()
 	t.bal.SetInPool(slot, true)
 	return nil
 }

@@ -94,7 +94,7 @@ retry_hint = "300ms"
 func TestUpSIGINTLeavesNothing(t *testing.T) {
 	t.Parallel()
 	abs, _ := filepath.Abs("../../scenarios.toml")
-	cmd := exec.Command(bin, "up", "steady", "--design", "redis-shared", "--file", abs)
+	cmd := exec.Command(bin, "up", "steady", "--design", "redis-shared", "--file", abs, "--logs", t.TempDir())
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -103,16 +103,15 @@ func TestUpSIGINTLeavesNothing(t *testing.T) {
 	sc := bufio.NewScanner(out)
 	var endpoint string
 	var pids []int
-	for (endpoint == "" || pids == nil) && sc.Scan() {
+	for endpoint == "" && sc.Scan() {
 		line := sc.Text()
 		if v, ok := strings.CutPrefix(line, "endpoint: "); ok {
-			endpoint = v
+			endpoint = v // the last line of the listing
 		}
-		if v, ok := strings.CutPrefix(line, "pids: "); ok {
-			for _, f := range strings.Fields(strings.Trim(v, "[]")) {
-				p, _ := strconv.Atoi(f)
-				pids = append(pids, p)
-			}
+		// "slot 0 pid 1234 http://…", "redis pid 1234 127.0.0.1:…"
+		if f := strings.Fields(line); (len(f) == 5 && f[0] == "slot" || len(f) == 4 && f[0] == "redis") && f[len(f)-3] == "pid" {
+			p, _ := strconv.Atoi(f[len(f)-2])
+			pids = append(pids, p)
 		}
 	}
 	if endpoint == "" || len(pids) != 4 { // 3 replicas and redis-server

@@ -55,6 +55,22 @@ type Options struct {
 	// stop (see Counts), which stops its production a moment early; a live
 	// run sets it, `stormsim up` does not.
 	Counts bool
+	// Health turns on the LB's health checks (lb.Balancer.CheckHealth),
+	// as `stormsim up` does; the probes GET a server's ready path when
+	// Path is empty. Nil in a scenario run: its LB learns of a death as
+	// the scenario's lb-health-delay says, as the simulator models it.
+	Health *lb.Health
+	// Notify, if set, is told each change of a slot (a process started,
+	// draining, stopped or exited; the LB taking a slot out of its pool
+	// or putting it back), one line at a time, in order, from one
+	// goroutine: "slot 1 pid 1234 exited: signal: killed".
+	Notify func(string)
+	// Detach starts each reference replica in a process group of its
+	// own, so that a terminal's Ctrl-C, sent to the foreground group,
+	// reaches the caller alone, which then stops the replicas in order
+	// (reading their counters first). They still die with the caller
+	// (package child).
+	Detach bool
 }
 
 // Topology is a running live topology. Its methods are safe for concurrent
@@ -87,13 +103,20 @@ type Topology struct {
 	// replica process started, for Counts.
 	counts  []*replica.Counts
 	started []startedProc
+	// slotStates is each slot's latest process, for Slots; notes are
+	// what Options.Notify has yet to be told, noteWake wakes its
+	// goroutine, stop ends it and the health checks.
+	slotStates []SlotState
+	notes      []string
+	noteWake   chan struct{}
+	stop       context.CancelFunc
 }
 
 type startedProc struct{ slot, pid int }
 
 // Start brings the topology up: Redis if needed, every replica, the LB.
 func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (*Topology, error) {
-	t := &Topology{sc: sc, d: d, pids: map[int]bool{}, urls: map[int]string{}}
+	t := &Topology{sc: sc, d: d, pids: map[int]bool{}, urls: map[int]string{}, noteWake: make(chan struct{}, 1)}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -144,6 +167,14 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 	// clients' requests interleave at the LB depends on it.
 	t.latency = sc.RTT
 	t.bal.SetLatency(t.latency)
+	bg, stop := context.WithCancel(context.Background())
+	t.stop = stop
+	if t.opts.Notify != nil {
+		go t.notifier(bg)
+	}
+	if t.opts.Health != nil {
+		t.startChecks(bg)
+	}
 	for slot := 0; slot < sc.Replicas; slot++ {
 		if err := t.startSlot(ctx, slot); err != nil {
 			return nil, err
@@ -201,6 +232,9 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
 	}
 	cmd := exec.Command(t.opts.Bin, args...)
+	if t.opts.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -218,10 +252,17 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	t.slots[slot] = cmd
 	t.mu.Unlock()
 	go func() {
-		cmd.Wait() //nolint:errcheck // the exit is the point
+		err := cmd.Wait()
+		status := "exit status 0"
+		if err != nil {
+			status = err.Error()
+		}
 		t.mu.Lock()
 		delete(t.pids, cmd.Process.Pid)
 		delete(t.urls, cmd.Process.Pid)
+		if !t.closing {
+			t.setSlot(slot, cmd, "", SlotExited, status, "exited: "+status)
+		}
 		t.mu.Unlock()
 	}()
 	addr := make(chan string, 1)
@@ -233,6 +274,9 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok && !found {
 				found = true
 				addr <- strings.TrimSuffix(u, "/mcp")
+			}
+			if sc.Text() == "draining" && found {
+				t.drained(slot, cmd)
 			}
 		}
 		if !found {
@@ -249,6 +293,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		if t.pids[cmd.Process.Pid] {
 			t.urls[cmd.Process.Pid] = u
 		}
+		t.setSlot(slot, cmd, u, SlotServing, "", "serving "+u)
 		t.mu.Unlock()
 		t.bal.SetInPool(slot, true)
 		return nil
@@ -272,6 +317,12 @@ func (t *Topology) signal(slot int, sig syscall.Signal) bool {
 		t.stopOwn(t.slots[slot], sig == syscall.SIGTERM)
 	} else {
 		t.slots[slot].Process.Signal(sig)
+	}
+	switch sig {
+	case syscall.SIGTERM:
+		t.setSlot(slot, t.slots[slot], "", SlotDraining, "", "sent SIGTERM: draining")
+	case syscall.SIGKILL:
+		t.setSlot(slot, t.slots[slot], "", SlotStopped, "", "sent SIGKILL")
 	}
 	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
 		t.slots[slot] = nil
@@ -395,6 +446,9 @@ func (t *Topology) RedisAddr() string { return t.raddr }
 func (t *Topology) Close() error {
 	if t.hs != nil {
 		t.hs.Close()
+	}
+	if t.stop != nil {
+		t.stop()
 	}
 	t.mu.Lock()
 	t.closing = true

@@ -1,0 +1,327 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/scenario"
+)
+
+// upState is what `stormsim up` writes to its state file, kept current:
+// `stormsim fault --up FILE` reads Control and Token from it.
+type upState struct {
+	Scenario string `json:"scenario"`
+	Design   string `json:"design"`
+	PID      int    `json:"pid"` // stormsim up's own
+	Endpoint string `json:"endpoint"`
+	// Control is the control endpoint, on loopback only; requests carry
+	// Token as a bearer token.
+	Control string `json:"control"`
+	Token   string `json:"token"`
+	Logs    string `json:"logs"`
+	Redis   *struct {
+		PID  int    `json:"pid"`
+		Addr string `json:"addr"`
+	} `json:"redis,omitempty"`
+	Replicas []topo.SlotState `json:"replicas"`
+	Stopped  bool             `json:"stopped"`
+}
+
+// upCounts is counts.json in up's logs folder: every reference replica's
+// counters at the end (those read before a hard stop, those a drain left,
+// those of the replicas still running, their production stopped first),
+// the processes whose counters could not be read, or why the design keeps
+// none.
+type upCounts struct {
+	Counts          []*replica.Counts `json:"counts"`
+	Missing         []string          `json:"missing"`
+	NotReconcilable string            `json:"not_reconcilable,omitempty"`
+}
+
+// upRun is one `stormsim up`: its log, state file and control endpoint.
+// logMu guards the log; mu guards t, state, printed and stdout; applyMu
+// makes fault steps, scheduled or on demand, go one at a time.
+type upRun struct {
+	env       *Env
+	statePath string
+	t0        time.Time
+	run       context.Context // ends when up stops: the schedule, the faults in progress
+	stop      context.CancelFunc
+	wg        sync.WaitGroup // faults in progress
+	hs        *http.Server
+	sc        *scenario.Scenario
+
+	logMu sync.Mutex
+	log   *os.File
+
+	mu      sync.Mutex
+	t       *topo.Topology
+	state   upState
+	printed map[int]int // the pid printed on stdout for each slot
+
+	applyMu sync.Mutex
+}
+
+func newUpRun(env *Env, logDir, statePath string) (*upRun, error) {
+	f, err := os.OpenFile(filepath.Join(logDir, "up.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	tok := make([]byte, 16)
+	rand.Read(tok) //nolint:errcheck // crypto/rand.Read never fails
+	return &upRun{env: env, statePath: statePath, t0: time.Now(), log: f, printed: map[int]int{},
+		state: upState{PID: os.Getpid(), Logs: logDir, Token: hex.EncodeToString(tok)}}, nil
+}
+
+// logf writes one line to stderr and to up.log, with the time since up
+// started.
+func (u *upRun) logf(format string, args ...any) {
+	line := fmt.Sprintf("up: %.1fs: %s\n", time.Since(u.t0).Seconds(), fmt.Sprintf(format, args...))
+	u.logMu.Lock()
+	defer u.logMu.Unlock()
+	io.WriteString(u.env.Stderr, line) //nolint:errcheck // nowhere better to say it
+	u.log.WriteString(line)            //nolint:errcheck // as above
+}
+
+func (u *upRun) close() { u.log.Close() }
+
+// changed is the topology's Notify: a slot changed.
+func (u *upRun) changed(msg string) {
+	u.logf("%s", msg)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.t != nil {
+		u.printSlots()
+		u.writeState()
+	}
+}
+
+// setTopology records t's endpoint and Redis, prints every slot and
+// writes the state file.
+func (u *upRun) setTopology(t *topo.Topology) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.t = t
+	u.state.Endpoint = t.Endpoint()
+	if pid := t.RedisPID(); pid != 0 {
+		u.state.Redis = &struct {
+			PID  int    `json:"pid"`
+			Addr string `json:"addr"`
+		}{pid, t.RedisAddr()}
+	}
+	u.printSlots()
+	u.writeState()
+}
+
+// printSlots prints "slot N pid P URL" for each slot whose serving process
+// has not been printed yet; the caller holds mu.
+func (u *upRun) printSlots() {
+	for _, s := range u.t.Slots() {
+		if s.State == topo.SlotServing && u.printed[s.Slot] != s.PID {
+			u.printed[s.Slot] = s.PID
+			fmt.Fprintf(u.env.Stdout, "slot %d pid %d %s\n", s.Slot, s.PID, s.URL)
+		}
+	}
+	if f, ok := u.env.Stdout.(*os.File); ok {
+		f.Sync()
+	}
+}
+
+// writeState writes the state file whole, through a rename, so that a
+// reader never sees half of it; the caller holds mu. A failure is logged.
+func (u *upRun) writeState() {
+	if u.t != nil {
+		u.state.Replicas = u.t.Slots()
+	}
+	b, err := json.MarshalIndent(&u.state, "", "  ")
+	if err == nil {
+		tmp := u.statePath + ".tmp"
+		if err = os.WriteFile(tmp, append(b, '\n'), 0o600); err == nil {
+			err = os.Rename(tmp, u.statePath)
+		}
+	}
+	if err != nil {
+		go u.logf("writing the state file %s: %v", u.statePath, err)
+	}
+}
+
+// serve starts the control endpoint on a loopback port and returns the
+// context the schedule and the faults run under.
+func (u *upRun) serve(ctx context.Context, sc *scenario.Scenario) (context.Context, error) {
+	u.sc = sc
+	u.run, u.stop = context.WithCancel(ctx)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
+	if err != nil {
+		return nil, fmt.Errorf("up: the control endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /fault", u.faultHandler)
+	u.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go u.hs.Serve(ln) //nolint:errcheck // ends at finish
+	u.mu.Lock()
+	u.state.Control = "http://" + ln.Addr().String()
+	u.writeState()
+	u.mu.Unlock()
+	return u.run, nil
+}
+
+// apply carries out one fault step with the topology's own code, the one a
+// scenario run uses (topo.Apply), and logs it under label.
+func (u *upRun) apply(ctx context.Context, s faults.Step, label string) error {
+	u.applyMu.Lock()
+	defer u.applyMu.Unlock()
+	err := u.t.Apply(ctx, s)
+	switch s.Kind {
+	case faults.StepStoreDown, faults.StepStoreUp, faults.StepStoreRestart:
+		if u.t.RedisAddr() == "" {
+			u.logf("%s: %s: nothing done, the design uses no Redis", label, s.Describe())
+			return nil
+		}
+	}
+	if err != nil {
+		u.logf("%s: %s: %v", label, s.Describe(), err)
+	} else {
+		u.logf("%s: %s", label, s.Describe())
+	}
+	u.mu.Lock()
+	u.writeState()
+	u.mu.Unlock()
+	return err
+}
+
+// faultAnswer is the control endpoint's answer to a fault.
+type faultAnswer struct {
+	Applied []string `json:"applied,omitempty"` // the steps done before the answer
+	Later   []string `json:"later,omitempty"`   // the steps still to come, with their delay
+	Error   string   `json:"error,omitempty"`
+}
+
+// faultHandler applies one fault on demand: its JSON is a fault block of
+// scenarios.toml ({"kind": "restart", "replica": 1, …}, durations in
+// nanoseconds), decoded into the registered kind and validated as a
+// scenario's is. The steps due now are applied before the answer, the rest
+// at their times.
+func (u *upRun) faultHandler(w http.ResponseWriter, r *http.Request) {
+	answer := func(code int, a faultAnswer) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(a) //nolint:errcheck // the client reads what arrives
+	}
+	if r.Header.Get("Authorization") != "Bearer "+u.state.Token {
+		answer(http.StatusUnauthorized, faultAnswer{Error: "want the token of the state file"})
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+	if err != nil {
+		answer(http.StatusBadRequest, faultAnswer{Error: err.Error()})
+		return
+	}
+	fc := faults.Context{Replicas: len(u.t.Slots()), Duration: math.MaxInt64}
+	f, err := decodeFault(body, fc)
+	if err != nil {
+		answer(http.StatusBadRequest, faultAnswer{Error: err.Error()})
+		return
+	}
+	if k := f.Kind(); (k == "store-outage" || k == "store-restart") && u.t.RedisAddr() == "" {
+		answer(http.StatusBadRequest, faultAnswer{Error: fmt.Sprintf("fault %s: design %s uses no Redis: there is no store to fault", k, u.state.Design)})
+		return
+	}
+	steps := f.Steps(fc)
+	start := time.Now()
+	var a faultAnswer
+	i := 0
+	for ; i < len(steps) && steps[i].At <= 0; i++ {
+		if err := u.apply(u.run, steps[i], "on demand"); err != nil {
+			a.Error = fmt.Sprintf("%s: %v", steps[i].Describe(), err)
+			code := http.StatusInternalServerError
+			if errors.Is(err, topo.ErrNotOurs) {
+				code = http.StatusConflict
+			}
+			answer(code, a)
+			return
+		}
+		a.Applied = append(a.Applied, steps[i].Describe())
+	}
+	later := steps[i:]
+	for _, s := range later {
+		a.Later = append(a.Later, fmt.Sprintf("in %v: %s", s.At, s.Describe()))
+	}
+	if len(later) > 0 {
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			u.play(u.run, later, start, "on demand, +")
+		}()
+	}
+	answer(http.StatusOK, a)
+}
+
+// decodeFault reads one fault block as JSON into its registered kind,
+// refusing unknown keys, and validates it in fc.
+func decodeFault(body []byte, fc faults.Context) (faults.Fault, error) {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(body, &k); err != nil {
+		return nil, fmt.Errorf("fault: %w", err)
+	}
+	f, err := faults.New(k.Kind)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(f); err != nil {
+		return nil, fmt.Errorf("fault %s: %w", k.Kind, err)
+	}
+	if errs := f.Validate(fc); len(errs) > 0 {
+		return nil, fmt.Errorf("fault %s: %w", k.Kind, errors.Join(errs...))
+	}
+	return f, nil
+}
+
+// finish stops the schedule and the faults in progress and the control
+// endpoint, writes every replica's counters to counts.json in the logs
+// folder, stops the topology and marks the state file stopped.
+func (u *upRun) finish(t *topo.Topology) error {
+	u.stop()
+	u.wg.Wait()
+	u.hs.Close()
+	u.applyMu.Lock() // a step in progress ends first
+	defer u.applyMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var c upCounts
+	c.Counts, c.Missing = t.Counts(ctx)
+	if c.Counts == nil && c.Missing == nil {
+		c.NotReconcilable = "this design's replicas keep no counters stormsim can read (the go-sdk replica, a server you bring)"
+	}
+	b, _ := json.MarshalIndent(&c, "", "  ")
+	path := filepath.Join(u.state.Logs, "counts.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		u.logf("writing the counters: %v", err)
+	}
+	t.Close()
+	u.mu.Lock()
+	u.state.Stopped = true
+	u.writeState()
+	u.mu.Unlock()
+	u.logf("stopped: every process stormsim started is gone; production logs and counters in %s", u.state.Logs)
+	return nil
+}
