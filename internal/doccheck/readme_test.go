@@ -158,6 +158,19 @@ func TestReadmeCommands(t *testing.T) {
 		if c.line == "make sim SCENARIO=deploy-restart" {
 			checkTable(t, md, stdout.String())
 		}
+		if strings.Contains(c.line, "client.profile=go-sdk") {
+			checkProse(t, md, "memory-sticky then fails", stdout.String())
+			// The prose's second figure, with the application reconnecting
+			// after a failure, from the same command with that key set.
+			line := strings.Replace(c.line, "client.profile=go-sdk", "client.profile=go-sdk --set client.app_reconnect=on_failure", 1)
+			cmd := exec.Command("sh", "-c", line+" -s OUT="+t.TempDir())
+			cmd.Dir = root
+			printed, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			checkProse(t, md, "client.app_reconnect=on_failure` it\nfails", string(printed))
+		}
 	}
 }
 
@@ -231,4 +244,43 @@ func checkTable(t *testing.T, md, printed string) {
 			t.Errorf("a line of the deploy-restart table is %d columns wide: %s", n, line)
 		}
 	}
+}
+
+var proseFigures = regexp.MustCompile(`^\s*([\d,]+) of ([\d,]+) (?:calls )?and loses ([\d.]+%)`)
+
+// checkProse holds the README's sentence after lead ("fails A of B calls
+// and loses C%") to memory-sticky's row of the table make sim printed.
+func checkProse(t *testing.T, md, lead, printed string) {
+	t.Helper()
+	lead = strings.ReplaceAll(lead, `\n`, "\n")
+	i := strings.Index(md, lead)
+	if i < 0 {
+		t.Fatalf("the README has no %q", lead)
+	}
+	m := proseFigures.FindStringSubmatch(md[i+len(lead):])
+	if m == nil {
+		t.Fatalf("the README's figures after %q do not read \"A of B calls and loses C%%\"", lead)
+	}
+	var header []string
+	for line := range strings.Lines(printed) {
+		f := colSep.Split(strings.TrimSpace(line), -1)
+		if len(f) > 5 && f[0] == "design" {
+			header = f
+			continue
+		}
+		if header == nil || len(f) != len(header) || f[0] != "memory-sticky" {
+			continue
+		}
+		row := map[string]string{}
+		for j, h := range header {
+			row[h] = f[j]
+		}
+		plain := func(s string) string { return strings.ReplaceAll(s, ",", "") }
+		if plain(m[1]) != row["failed"] || plain(m[2]) != row["calls"] || m[3] != row["lost%"] {
+			t.Errorf("the README says memory-sticky fails %s of %s calls and loses %s (after %q); make sim prints failed %s, calls %s, lost%% %s",
+				m[1], m[2], m[3], lead, row["failed"], row["calls"], row["lost%"])
+		}
+		return
+	}
+	t.Fatalf("make sim printed no memory-sticky row:\n%s", printed)
 }
