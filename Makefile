@@ -84,11 +84,11 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
 # Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
+LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
 test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (6 minutes on 2 cores)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
-	live="$(GO) test -count=1 -race -skip $(LONG_TESTS) ./live/..."; \
+	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) ./live/..."; \
 	echo "--- $$live (in the background)"; $$live & livepid=$$!; \
 	stage nice -n 10 $(GO) test -count=1 -skip '$(LONG_TESTS)' $$($(GO) list ./... | grep -v /live/); \
 	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/; \
