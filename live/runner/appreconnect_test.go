@@ -126,6 +126,105 @@ func TestFiveCallsOneSessionLive(t *testing.T) {
 	})
 }
 
+// TestFiveCallsTSSDKLive runs five-calls live with the official TypeScript
+// SDK's clients (client.impl = "ts-sdk", profile ts-sdk):
+//   - an application that never reconnects keeps its dead session: calls
+//     3, 4 and 5 are each sent with the dead id and get 404 (30 of 50
+//     calls fail, 3 tools/call 404s per client);
+//   - one that reconnects after a failed call closes the old client (no
+//     DELETE: the 404 said the session is gone) and connects anew before
+//     call 4, counted as a reconnect: 10 of 50 fail.
+func TestFiveCallsTSSDKLive(t *testing.T) {
+	needTS(t)
+	abs, _ := filepath.Abs(fiveCallsFile)
+	sets := []string{`designs=["tssdk-never","tssdk-on-failure"]`}
+	sc, err := loadFile(t, abs, "five-calls", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 2, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipSaturated(t, out.Report)
+	want := map[string]int64{"tssdk-never": 30, "tssdk-on-failure": 10}
+	for _, d := range out.Report.Designs {
+		tt := d.Totals
+		t.Logf("%s: calls %d, failed %d, 404s %d, reconnects %d, requests %d", d.Name, tt.Calls, tt.CallsFailed, tt.HTTP404, tt.Reconnects, tt.Requests)
+		if tt.Calls != 50 || tt.CallsFailed != want[d.Name] {
+			t.Errorf("%s: calls %d, failed %d; want 50, %d", d.Name, tt.Calls, tt.CallsFailed, want[d.Name])
+		}
+	}
+	// The requests of each client's calls, by kind.
+	perCall := func(h *check.History) map[[2]int32][]check.Request {
+		m := map[[2]int32][]check.Request{}
+		for _, q := range h.Requests {
+			if q.Seq >= 0 {
+				k := [2]int32{q.Client, q.Seq}
+				m[k] = append(m[k], q)
+			}
+		}
+		return m
+	}
+	kind := func(qs []check.Request, k clients.Req) []check.Request {
+		var out []check.Request
+		for _, q := range qs {
+			if q.Kind == k {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	t.Run("Never", func(t *testing.T) {
+		h := out.Histories["tssdk-never"]
+		reqs := perCall(h)
+		per := map[int32]int{}
+		for _, c := range h.Calls {
+			if c.Seq < 2 {
+				continue
+			}
+			q := kind(reqs[[2]int32{c.Client, c.Seq}], clients.ReqCall)
+			if c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 || !q[0].Session || !strings.Contains(c.Err, "404") {
+				t.Errorf("client %d call %d: %v (%q) after %+v, want failed after one tools/call answered 404", c.Client, c.Seq+1, c.Outcome, c.Err, q)
+				continue
+			}
+			per[c.Client]++
+		}
+		for cl := int32(0); cl < 10; cl++ {
+			if per[cl] != 3 {
+				t.Errorf("client %d: %d tools/call answered 404, want 3", cl, per[cl])
+			}
+		}
+	})
+	t.Run("OnFailure", func(t *testing.T) {
+		h := out.Histories["tssdk-on-failure"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			k := [2]int32{c.Client, c.Seq}
+			switch c.Seq {
+			case 2:
+				if q := kind(reqs[k], clients.ReqCall); c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 {
+					t.Errorf("client %d call 3: %v (%q) after %+v, want failed after one tools/call answered 404", c.Client, c.Outcome, c.Err, q)
+				}
+			case 3:
+				// A new session first: initialize, counted as a reconnect,
+				// and no DELETE of the session the server said is gone.
+				init := false
+				for _, q := range kind(reqs[k], clients.ReqInitialize) {
+					init = init || q.Reconnect && q.Status == 200
+				}
+				if del := kind(reqs[k], clients.ReqDelete); c.Outcome != clients.Completed || !init || len(del) != 0 {
+					t.Errorf("client %d call 4: %v (%q), re-initialised %v, DELETEs %+v; want completed on a new session, no DELETE", c.Client, c.Outcome, c.Err, init, del)
+				}
+			case 4:
+				if c.Outcome != clients.Completed {
+					t.Errorf("client %d call 5: %v (%q), want completed", c.Client, c.Outcome, c.Err)
+				}
+			}
+		}
+	})
+}
+
 // TestFiveCallsAgreement runs five-calls under --engine both with the
 // go-sdk clients, at 200 clients so that the rows can agree at all (at 10,
 // one standard error of failed_per_100 is 10 points): the rows of failed

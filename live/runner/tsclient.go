@@ -282,9 +282,25 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 		name, args = c.d.tool, o.ToolArguments(int(n), c.d.intervalMS, c.d.sc.Workload.EventBytes)
 	}
 	endpoint := "http://" + c.proc.ln.Addr().String() + "/c/" + strconv.Itoa(int(c.id)) + "/mcp"
+	// The application replaces its session (client.app_reconnect): the
+	// Node program closes the old client, with a DELETE unless the server
+	// said the session is gone, and connects a new one, whose initialize
+	// the recorder counts as a reconnect.
+	renew := c.renewAt >= 0 && c.now() >= c.renewAt
+	if renew {
+		c.renewAt = -1
+	}
+	c.mu.Lock()
+	c.renewing = renew
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.renewing = false
+		c.mu.Unlock()
+	}()
 	var m tsMsg
 	err := c.proc.send(map[string]any{"op": "call", "client": c.id, "seq": seq, "endpoint": endpoint,
-		"name": name, "arguments": args, "token": check.Token(c.id, seq, 0)})
+		"name": name, "arguments": args, "token": check.Token(c.id, seq, 0), "renew": renew})
 	timedOut := false
 	// A late outcome of an earlier call given up on is not this call's.
 	mine := func(got tsMsg) bool { m = got; return got.Seq == seq }
@@ -362,6 +378,13 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 	if msg != "" {
 		c.mu.Lock()
 		c.hist.Calls[len(c.hist.Calls)-1].Err = msg
+		c.mu.Unlock()
+	}
+	if d, ok := c.d.d.Client.ReconnectAfter(); ok && outcome == clients.Failed && c.renewAt < 0 {
+		// The application connects a new session d after the failure; with
+		// app_reconnect = "never" it keeps this one.
+		c.mu.Lock()
+		c.renewAt = c.hist.Calls[len(c.hist.Calls)-1].End + int64(d)
 		c.mu.Unlock()
 	}
 	return outcome == clients.Completed
