@@ -18,6 +18,7 @@
 //      (status: the HTTP status of the SDK's StreamableHTTPError; code: the
 //      JSON-RPC code of its McpError)
 //      {"client":C,"closed":true}
+//      {"ready":true}                      once, when the SDK is loaded
 import readline from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -136,3 +137,6 @@ rl.on('line', (line) => {
   }
 });
 rl.on('close', () => process.exit(0));
+// The SDK is loaded: stormsim starts the run's clock after this line, so
+// that Node's start-up is not taken from the clients' schedule.
+out({ ready: true });

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -133,21 +134,46 @@ func TestFiveCallsOneSessionLive(t *testing.T) {
 //     calls fail, 3 tools/call 404s per client);
 //   - one that reconnects after a failed call closes the old client (no
 //     DELETE: the 404 said the session is gone) and connects anew before
-//     call 4, counted as a reconnect: 10 of 50 fail.
+//     call 4, counted as a reconnect: 10 of 50 fail;
+//   - one that reconnects 4 s after the failure sends call 4 (3 s later)
+//     with the dead id, and call 5 on a new session: 20 of 50 fail.
 func TestFiveCallsTSSDKLive(t *testing.T) {
 	needTS(t)
 	abs, _ := filepath.Abs(fiveCallsFile)
-	sets := []string{`designs=["tssdk-never","tssdk-on-failure"]`}
+	sets := []string{`designs=["tssdk-never","tssdk-on-failure","tssdk-4s"]`}
 	sc, err := loadFile(t, abs, "five-calls", sets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 2, Set: sets})
+	// One design at a time: a Node process connecting its ten clients
+	// takes a second or more on a loaded 2-core machine, which moves call
+	// 2 towards the crash at 5 s.
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 1, Set: sets})
 	if err != nil {
 		t.Fatal(err)
 	}
 	skipSaturated(t, out.Report)
-	want := map[string]int64{"tssdk-never": 30, "tssdk-on-failure": 10}
+	// The premise: every client's call 2 ended before the replica was
+	// killed. A call open then waits for its timeout, as the SDK leaves a
+	// call whose resumes got 404 (resume_give_up = "wait"), and the counts
+	// below no longer apply.
+	for name, h := range out.Histories {
+		var killed int64 = -1
+		for _, f := range h.Faults {
+			if strings.Contains(f.Kind, "killed") {
+				killed = f.At
+			}
+		}
+		if killed < 0 {
+			t.Fatalf("%s: no replica was killed", name)
+		}
+		for _, c := range h.Calls {
+			if c.Seq == 1 && (c.End < 0 || c.End > killed) {
+				t.Fatalf("%s: client %d's call 2 ran from %v to %v, past the crash at %v: the Node clients started too slowly for the scenario's premise", name, c.Client, time.Duration(c.Start), time.Duration(c.End), time.Duration(killed))
+			}
+		}
+	}
+	want := map[string]int64{"tssdk-never": 30, "tssdk-on-failure": 10, "tssdk-4s": 20}
 	for _, d := range out.Report.Designs {
 		tt := d.Totals
 		t.Logf("%s: calls %d, failed %d, 404s %d, reconnects %d, requests %d", d.Name, tt.Calls, tt.CallsFailed, tt.HTTP404, tt.Reconnects, tt.Requests)
@@ -219,6 +245,27 @@ func TestFiveCallsTSSDKLive(t *testing.T) {
 			case 4:
 				if c.Outcome != clients.Completed {
 					t.Errorf("client %d call 5: %v (%q), want completed", c.Client, c.Outcome, c.Err)
+				}
+			}
+		}
+	})
+	t.Run("After4s", func(t *testing.T) {
+		h := out.Histories["tssdk-4s"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			k := [2]int32{c.Client, c.Seq}
+			switch c.Seq {
+			case 2, 3:
+				if q := kind(reqs[k], clients.ReqCall); c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 || len(kind(reqs[k], clients.ReqInitialize)) != 0 {
+					t.Errorf("client %d call %d: %v (%q) after %+v, want failed after one tools/call answered 404 in the old session", c.Client, c.Seq+1, c.Outcome, c.Err, reqs[k])
+				}
+			case 4:
+				init := false
+				for _, q := range kind(reqs[k], clients.ReqInitialize) {
+					init = init || q.Reconnect && q.Status == 200
+				}
+				if c.Outcome != clients.Completed || !init {
+					t.Errorf("client %d call 5: %v (%q), re-initialised %v; want completed on a new session", c.Client, c.Outcome, c.Err, init)
 				}
 			}
 		}

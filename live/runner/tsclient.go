@@ -51,6 +51,7 @@ type tsMsg struct {
 	Code     *int    `json:"code"`
 	IsError  bool    `json:"is_error"`
 	Closed   bool    `json:"closed"`
+	Ready    bool    `json:"ready"`
 }
 
 // tsProc is a design's Node process of ts-sdk clients and the recording
@@ -62,6 +63,7 @@ type tsProc struct {
 	ln     net.Listener
 	hs     *http.Server
 	exited chan struct{}
+	ready  chan struct{} // closed when the Node process said it is ready
 
 	mu      sync.Mutex
 	clients map[int32]*tsClient
@@ -74,7 +76,7 @@ func startTSProc(d *designRun) (*tsProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client.impl = %q: %w", clients.ImplTSSDK, err)
 	}
-	p := &tsProc{d: d, clients: map[int32]*tsClient{}, closed: map[int32]chan struct{}{}, exited: make(chan struct{})}
+	p := &tsProc{d: d, clients: map[int32]*tsClient{}, closed: map[int32]chan struct{}{}, exited: make(chan struct{}), ready: make(chan struct{})}
 	p.ln, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -105,10 +107,25 @@ func startTSProc(d *designRun) (*tsProc, error) {
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
 			}
+			if m.Ready {
+				close(p.ready)
+				continue
+			}
 			p.deliver(m)
 		}
 		p.cmd.Wait() //nolint:errcheck // its end is what exited says
 	}()
+	// The run's clock starts once Node has loaded the SDK: its start-up
+	// (a second or more on a loaded machine) is not the clients' time.
+	select {
+	case <-p.ready:
+	case <-p.exited:
+		p.hs.Close()
+		return nil, errors.New("the ts-sdk clients' Node process exited before it was ready")
+	case <-time.After(time.Minute):
+		p.close()
+		return nil, errors.New("the ts-sdk clients' Node process was not ready after a minute")
+	}
 	return p, nil
 }
 
