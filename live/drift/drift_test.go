@@ -420,7 +420,8 @@ func TestDriftTSSDK(t *testing.T) {
 		_, missingRejected = tsSDKCall(t, b, 0, 6*time.Second)
 		missing = b.count()
 	}()
-	go func() { defer wg.Done(); reset = tsSDKBreak(t, &breaker{}, 0, 6*time.Second) }()
+	var resetRejected, refusedRejected bool
+	go func() { defer wg.Done(); reset, resetRejected = tsSDKCall(t, &breaker{}, 0, 6*time.Second) }()
 	go func() {
 		defer wg.Done()
 		hinted = tsSDKBreak(t, &breaker{hint: 100 * time.Millisecond}, 0, 3*time.Second)
@@ -428,7 +429,7 @@ func TestDriftTSSDK(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		b := &breaker{refuse: true}
-		tsSDKBreak(t, b, 0, 6*time.Second)
+		_, refusedRejected = tsSDKCall(t, b, 0, 6*time.Second)
 		refused = b.count()
 	}()
 	wg.Wait()
@@ -440,6 +441,16 @@ func TestDriftTSSDK(t *testing.T) {
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return progressDrift(p, onProgress) }, func(p *clients.Config) { p.ResetOnProgress = !p.ResetOnProgress })
 	t.Logf("ts-sdk: %d resumes answered 404, the call rejected: %v", missing, missingRejected)
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return giveUpDrift(p, missing, missingRejected) }, func(p *clients.Config) { p.ResumeGiveUp = clients.GiveUpFail })
+	// Out of retries after resets or 503s, the call is left pending too.
+	t.Logf("ts-sdk: the call rejected after its resumes were reset: %v; after 503s: %v", resetRejected, refusedRejected)
+	for what, rejected := range map[string]bool{"reset": resetRejected, "answered 503": refusedRejected} {
+		checkProfile(t, "ts-sdk", func(p clients.Config) []string {
+			if rejected != (p.ResumeGiveUp == clients.GiveUpFail) {
+				return []string{fmt.Sprintf("resume_give_up: with every resume %s, the SDK's call was rejected: %v, the profile says %q", what, rejected, p.ResumeGiveUp)}
+			}
+			return nil
+		}, func(p *clients.Config) { p.ResumeGiveUp = clients.GiveUpFail })
+	}
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return refuseDrift(p, refused) }, func(p *clients.Config) {
 		if p.RetryOn == clients.RetryOnAny {
 			p.RetryOn = clients.RetryOnNetwork
