@@ -125,7 +125,7 @@ type Brain struct {
 	retries  int
 	prev     time.Duration
 	reissue  bool // the next ReqCall re-issues the logical call
-	hanging  bool // stuck: waiting for the call timeout, nothing else
+	hanging  bool // stuck, or resumes given up (resume_give_up = "wait"): waiting for the call timeout, nothing else
 	Reissues int  // re-issues of the current call
 }
 
@@ -187,11 +187,22 @@ func (b *Brain) connFailed(a Action) Action {
 	return a
 }
 
-// later schedules a reconnect send after d. It returns the failure action
-// instead when the retry budget is spent.
+// giveUp ends the client's attempts to get request r through: the call
+// fails with cause c, unless r is a resume and the client leaves the call
+// waiting for its timeout once it stops resuming (resume_give_up = "wait").
+func (b *Brain) giveUp(r Req, c Cause) Action {
+	if r == ReqResume && b.cfg.ResumeGiveUp == GiveUpWait {
+		b.pending, b.hanging, b.next = ReqNone, true, Action{}
+		return Action{Kind: ActAwait}
+	}
+	return b.fail(c)
+}
+
+// later schedules a reconnect send after d. It gives up instead when the
+// retry budget is spent.
 func (b *Brain) later(r Req, d time.Duration) Action {
 	if b.retries >= b.cfg.MaxRetries {
-		return b.fail(CauseAbandoned)
+		return b.giveUp(r, CauseAbandoned)
 	}
 	b.retries++
 	if r == ReqCall {
@@ -291,16 +302,16 @@ func (b *Brain) onError(c Cause) Action {
 
 // retryStatus handles 503 and 409: retried with backoff (or after the
 // server's Retry-After hint) only by clients that retry on any failure; the
-// others fail the call.
+// others give up.
 func (b *Brain) retryStatus(r Req, hint time.Duration) Action {
 	if b.cfg.RetryOn != RetryOnAny {
 		if r == ReqInitialize || r == ReqInitialized {
 			b.session, b.initialized = false, false
 		}
-		return b.fail(CauseAbandoned)
+		return b.giveUp(r, CauseAbandoned)
 	}
 	if b.retries >= b.cfg.MaxRetries {
-		return b.fail(CauseAbandoned)
+		return b.giveUp(r, CauseAbandoned)
 	}
 	d := hint
 	if d <= 0 || !b.cfg.HonorRetryHint {
@@ -376,6 +387,19 @@ func (b *Brain) response(in Input) Action {
 		}
 		return b.connFailed(b.fail(CauseAbandoned))
 	case ReqResume, ReqStandalone:
+		if !ok && r == ReqResume && b.cfg.ResumeGiveUp == GiveUpWait {
+			// The TypeScript SDK: any failed resume is retried as a
+			// network error is, a 404 too (which says the session is
+			// gone), and a 405 ends the resuming at once; either way the
+			// call is left waiting.
+			if in.Status == 404 {
+				b.missing = true
+			}
+			if in.Status == 405 {
+				return b.giveUp(r, CauseAbandoned)
+			}
+			return b.retryStatus(r, in.RetryHint)
+		}
 		switch {
 		case ok:
 			// The standalone stream never carries the call's events: all

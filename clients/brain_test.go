@@ -2,6 +2,7 @@ package clients
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestOn404(t *testing.T) {
 	}{
 		{"compliant", ActSend, ReqInitialize, false}, // re-initialises, then re-issues
 		{"go-sdk", ActEndCall, 0, false},             // ErrSessionMissing: the connection fails for good
-		{"ts-sdk", ActEndCall, 0, true},              // throws, keeps the stale id
+		{"ts-sdk", ActWait, 0, true},                 // retried as any failed resume, keeps the stale id (TestResumeGiveUp)
 		{"python-sdk", ActEndCall, 0, true},          // local error, no re-initialise
 		{"stuck", ActAwait, 0, true},                 // "SSE unsupported": hangs until the call timeout
 	}
@@ -244,6 +245,8 @@ func TestAppReconnect(t *testing.T) {
 	resume404 := []Input{{Kind: InStreamEnd, Cursor: 5, HasID: true}, {Kind: InTimer}, {Kind: InResponse, Status: 404}}
 	purged := []Input{{Kind: InStreamEnd, Cursor: 5, HasID: true}, {Kind: InTimer}, {Kind: InResponse, Status: 400, Purged: true}}
 	timeout := []Input{{Kind: InCallTimeout}}
+	// ts-sdk retries the resume, and the call waits for its timeout.
+	tsResume404 := append(slices.Clone(resume404), Input{Kind: InResponse, Status: 404}, Input{Kind: InCallTimeout})
 	cases := []struct {
 		name    string
 		profile string
@@ -265,8 +268,8 @@ func TestAppReconnect(t *testing.T) {
 		// before the renewal is due, the closed session fails the call at once.
 		{"go-sdk 404 30s, not yet", "go-sdk", "30s", resume404, false, nil},
 		// ts-sdk keeps the dead id: the call is sent and will get 404.
-		{"ts-sdk 404 never", "ts-sdk", AppReconnectNever, resume404, false, []Req{ReqCall}},
-		{"ts-sdk 404 on_failure", "ts-sdk", AppReconnectOnFailure, resume404, true, []Req{ReqInitialize, ReqInitialized}},
+		{"ts-sdk 404 never", "ts-sdk", AppReconnectNever, tsResume404, false, []Req{ReqCall}},
+		{"ts-sdk 404 on_failure", "ts-sdk", AppReconnectOnFailure, tsResume404, true, []Req{ReqInitialize, ReqInitialized}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -324,5 +327,60 @@ func TestAppReconnectValidate(t *testing.T) {
 		if want == "" && got != "" || want != "" && !strings.Contains(got, "app_reconnect: "+want) {
 			t.Errorf("app_reconnect = %q: %q, want %q", v, got, want)
 		}
+	}
+}
+
+// resume_give_up: a ts-sdk client retries a resume answered 404, as any
+// failed resume, and once its retries are spent it leaves the call waiting
+// for the call timeout; under "fail" the first 404 fails the call.
+func TestResumeGiveUp(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		giveUp string
+		breaks []Input // after the stream broke with an id and the resume was sent
+	}{
+		{"404", GiveUpWait, []Input{{Kind: InResponse, Status: 404}, {Kind: InResponse, Status: 404}}},
+		{"503", GiveUpWait, []Input{{Kind: InResponse, Status: 503}, {Kind: InResponse, Status: 503}}},
+		{"network", GiveUpWait, []Input{{Kind: InStreamEnd, Cursor: 5, HasID: true}, {Kind: InStreamEnd, Cursor: 5, HasID: true}}},
+		{"404 fail", GiveUpFail, []Input{{Kind: InResponse, Status: 404}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, _ := Profile("ts-sdk")
+			cfg.ResumeGiveUp = c.giveUp
+			b := New(&cfg, rand.New(rand.NewPCG(1, 3)))
+			open(t, b)
+			a := b.Step(Input{Kind: InStreamEnd, Cursor: 5, HasID: true})
+			resumes := 0
+			for _, in := range append([]Input{{Kind: InTimer}}, c.breaks...) {
+				if a.Kind == ActWait {
+					a = b.Step(Input{Kind: InTimer})
+				}
+				if in.Kind == InTimer {
+					continue
+				}
+				if a.Kind != ActSend || a.Req != ReqResume {
+					t.Fatalf("after %d resumes: %+v, want a resume", resumes, a)
+				}
+				resumes++
+				a = b.Step(in)
+			}
+			if c.giveUp == GiveUpFail {
+				if a.Kind != ActEndCall || a.Outcome != Failed {
+					t.Fatalf("under fail: %+v, want the call failed", a)
+				}
+				return
+			}
+			if resumes != cfg.MaxRetries || a.Kind != ActAwait || !b.InCall() {
+				t.Fatalf("after %d resumes: %+v (in call %v), want the call left waiting after %d", resumes, a, b.InCall(), cfg.MaxRetries)
+			}
+			if a := b.Step(Input{Kind: InStreamEnd, Cursor: 5, HasID: true}); a.Kind != ActAwait {
+				t.Fatalf("a stream end while waiting: %+v", a)
+			}
+			if a := b.Step(Input{Kind: InCallTimeout}); a.Kind != ActEndCall || a.Outcome != Failed || a.Cause != CauseAbandoned {
+				t.Fatalf("the call timeout: %+v, want the call failed, abandoned", a)
+			}
+		})
 	}
 }

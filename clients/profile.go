@@ -36,6 +36,19 @@ const (
 	RetryOnAny     = "any"     // network errors, 503 and 409 too
 )
 
+// What becomes of a call whose resumes failed (resume_give_up).
+const (
+	// GiveUpFail: a resume the client does not retry (a 404, a 400, a
+	// non-2xx under retry_on = "network") or a resume out of retries fails
+	// the call at once.
+	GiveUpFail = "fail"
+	// GiveUpWait: a failed resume, whatever the answer (a 404 too), is
+	// retried while retries last, and then the client stops resuming and
+	// leaves the call waiting for its call timeout: the TypeScript SDK
+	// gives up reconnecting without rejecting the request.
+	GiveUpWait = "wait"
+)
+
 // What the application does after a failed call (app_reconnect): besides
 // these, a duration such as "30s" reconnects that long after the failure.
 const (
@@ -56,6 +69,7 @@ var (
 	OnErrors = []string{OnErrorReissue, OnErrorFail}
 	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone, NoIDFail}
 	RetryOns = []string{RetryOnNetwork, RetryOnAny}
+	GiveUps  = []string{GiveUpFail, GiveUpWait}
 	profiles = map[string]Config{}
 )
 
@@ -79,6 +93,7 @@ type Config struct {
 	On404           string        `toml:"on_404" json:"on_404"`
 	OnError         string        `toml:"on_error" json:"on_error"`
 	NoID            string        `toml:"no_id" json:"no_id"`
+	ResumeGiveUp    string        `toml:"resume_give_up" json:"resume_give_up"`
 	CallTimeout     time.Duration `toml:"call_timeout" json:"call_timeout"`
 	// AppReconnect is what the application does after a failed call:
 	// "never", "on_failure" or a duration ("30s": the first call that
@@ -114,7 +129,7 @@ func init() {
 		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
 		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
 		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDFail, CallTimeout: 300 * time.Second,
-		AppReconnect: AppReconnectNever,
+		AppReconnect: AppReconnectNever, ResumeGiveUp: GiveUpFail,
 	}
 	ts := goSDK
 	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404, ts.NoID = "ts-sdk", JitterNone, 2, false, On404Stale, NoIDWait
@@ -124,13 +139,18 @@ func init() {
 	// (TestDriftTSSDK: two resumes against 503s, five and on when each
 	// resume brought an event).
 	ts.RetryOn, ts.ResetOnProgress = RetryOnAny, true
+	// Its resumes give up without failing the call: a resume answered 404
+	// is retried as any other, and once the retries are spent the request
+	// waits, never rejected (TestDriftTSSDK: two resumes answered 404, and
+	// the call still pending).
+	ts.ResumeGiveUp = GiveUpWait
 	py := ts
-	py.Profile, py.Strategy, py.Factor, py.Cap, py.RetryOn, py.ResetOnProgress = "python-sdk", StrategyConstant, 1, 0, RetryOnNetwork, false
+	py.Profile, py.Strategy, py.Factor, py.Cap, py.RetryOn, py.ResetOnProgress, py.ResumeGiveUp = "python-sdk", StrategyConstant, 1, 0, RetryOnNetwork, false, GiveUpFail
 	compliant := goSDK
 	compliant.Profile, compliant.RetryOn, compliant.On404, compliant.OnError, compliant.NoID =
 		"compliant", RetryOnAny, On404Reinit, OnErrorReissue, NoIDStandalone
 	stuck := ts
-	stuck.Profile, stuck.On404, stuck.RetryOn, stuck.ResetOnProgress = "stuck", On404Stuck, RetryOnNetwork, false
+	stuck.Profile, stuck.On404, stuck.RetryOn, stuck.ResetOnProgress, stuck.ResumeGiveUp = "stuck", On404Stuck, RetryOnNetwork, false, GiveUpFail
 	for _, c := range []Config{goSDK, ts, py, compliant, stuck} {
 		profiles[c.Profile] = c
 	}
@@ -175,6 +195,7 @@ func (c *Config) Validate() []error {
 	oneOf("on_404", c.On404, On404s)
 	oneOf("on_error", c.OnError, OnErrors)
 	oneOf("no_id", c.NoID, NoIDs)
+	oneOf("resume_give_up", c.ResumeGiveUp, GiveUps)
 	if c.Impl != "" {
 		oneOf("impl", c.Impl, Impls)
 	}

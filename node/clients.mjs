@@ -6,7 +6,11 @@
 // goes through stormsim's recording proxy (the endpoint stormsim names), which
 // stamps the times, so this program reports no times.
 //
-// In:  {"op":"call","client":C,"seq":K,"endpoint":URL,"name":TOOL,"arguments":{...},"token":T}
+// In:  {"op":"call","client":C,"seq":K,"endpoint":URL,"name":TOOL,"arguments":{...},"token":T,"renew":B}
+//      (renew: the application replaces the client's session first, as
+//      client.app_reconnect says: it closes the old Client and transport,
+//      with a DELETE unless the server said the session is gone, and
+//      connects a new one)
 //      {"op":"cancel","client":C,"seq":K}   give the call up (stormsim's call timeout)
 //      {"op":"close","client":C}            close the client's session (DELETE)
 // Out: {"client":C,"seq":K,"progress":P}    a progress notification of call K
@@ -14,6 +18,7 @@
 //      (status: the HTTP status of the SDK's StreamableHTTPError; code: the
 //      JSON-RPC code of its McpError)
 //      {"client":C,"closed":true}
+//      {"ready":true}                      once, when the SDK is loaded
 import readline from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -25,7 +30,7 @@ const clients = new Map(); // client id -> { client, transport, seq, abort }
 // connect fills st with a connected client.
 async function connect(st, id, endpoint) {
   const client = new Client({ name: 'stormsim-ts-sdk-client', version: '1' });
-  Object.assign(st, { client, transport: null, seq: -1, abort: null });
+  Object.assign(st, { client, transport: null, seq: -1, abort: null, gone: false });
   // The progress token is stormsim's, carried in _meta as the SDK carries
   // any token; the notifications come to this handler.
   client.setNotificationHandler(ProgressNotificationSchema, (n) => {
@@ -35,14 +40,34 @@ async function connect(st, id, endpoint) {
   });
   client.onerror = () => {};
   st.transport = new StreamableHTTPClientTransport(new URL(endpoint));
-  st.transport.onerror = () => {};
+  // A 404 on any request of the session (a resume, the standalone GET, a
+  // call's POST) is the server saying the session is gone.
+  st.transport.onerror = (e) => {
+    if (e instanceof StreamableHTTPError && e.code === 404) st.gone = true;
+  };
   await client.connect(st.transport);
+}
+
+// release closes a client's Client and transport: first the DELETE of its
+// session, unless the server said it is gone.
+async function release(st) {
+  if (!st.gone) {
+    try {
+      await st.transport.terminateSession();
+    } catch {}
+  }
+  await st.client.close().catch(() => {});
 }
 
 async function call(m) {
   let st = clients.get(m.client);
   let result;
   try {
+    if (st && m.renew && !st.pending) {
+      clients.delete(m.client);
+      await release(st);
+      st = undefined;
+    }
     if (!st) {
       st = { pending: true };
       clients.set(m.client, st);
@@ -64,15 +89,16 @@ async function call(m) {
     );
     out({ client: m.client, seq: m.seq, done: true, error: null, is_error: Boolean(result.isError) });
   } catch (e) {
+    if (st && e instanceof StreamableHTTPError && e.code === 404) st.gone = true;
     out({
       client: m.client, seq: m.seq, done: true, error: String(e?.message ?? e), is_error: false,
       status: e instanceof StreamableHTTPError ? e.code : null, // an HTTP status
       code: e instanceof McpError ? e.code : null, // a JSON-RPC error code
     });
     // The client is kept, with its session id, whatever the error: the
-    // SDK does not re-initialise a session the server lost, and neither
-    // does this application, so a later call in a dead session gets 404
-    // (the ts-sdk profile's on_404 = "stale").
+    // SDK does not re-initialise a session the server lost, so a later
+    // call in a dead session gets 404 (the ts-sdk profile's on_404 =
+    // "stale"), unless stormsim says the application replaces it (renew).
   } finally {
     if (st) {
       st.seq = -1;
@@ -84,12 +110,7 @@ async function call(m) {
 async function close(m) {
   const st = clients.get(m.client);
   clients.delete(m.client);
-  if (st && !st.pending) {
-    try {
-      await st.transport.terminateSession();
-    } catch {}
-    await st.client.close().catch(() => {});
-  }
+  if (st && !st.pending) await release(st);
   out({ client: m.client, closed: true });
 }
 
@@ -116,3 +137,6 @@ rl.on('line', (line) => {
   }
 });
 rl.on('close', () => process.exit(0));
+// The SDK is loaded: stormsim starts the run's clock after this line, so
+// that Node's start-up is not taken from the clients' schedule.
+out({ ready: true });

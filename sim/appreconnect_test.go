@@ -50,6 +50,14 @@ func TestFiveCallsOneSession(t *testing.T) {
 		// calls 3, 4 and 5 are sent with the dead id, and each gets 404; no
 		// DELETE for a session the server said is gone.
 		{"ts-sdk never", []string{"client.profile=ts-sdk"}, 30, 30, 10 * 7},
+		// call 3 gets 404; call 4 connects a new session first, with no
+		// DELETE of the one the server said is gone: initialize (a
+		// reconnect), initialized, calls 4 and 5, the DELETE at the end.
+		{"ts-sdk on_failure", []string{"client.profile=ts-sdk", "client.app_reconnect=on_failure"}, 10, 10, 10 * 10},
+		// a reconnect 4 s after the failure: call 4 (3 s later) is still
+		// sent with the dead id and gets 404; call 5 runs on a new session
+		// (no DELETE of the old one): ten requests, as under on_failure.
+		{"ts-sdk 4s", []string{"client.profile=ts-sdk", "client.app_reconnect=4s"}, 20, 20, 10 * 10},
 		// compliant re-initialises on the 404 itself and re-issues call 3.
 		{"compliant", []string{"client.profile=compliant"}, 0, 10, 10 * 11},
 	}

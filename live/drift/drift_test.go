@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ type breaker struct {
 	refuse bool
 	// progress answers each resume with one new event, then resets it.
 	progress bool
+	// missing answers each resume 404, as a server that lost the session.
+	missing bool
 
 	mu      sync.Mutex
 	broke   time.Time
@@ -52,6 +55,12 @@ func (b *breaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.mu.Unlock()
 		if b.refuse {
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		if b.missing {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}`)
 			return
 		}
 		if b.progress {
@@ -220,6 +229,29 @@ func progressDrift(p clients.Config, resumes int) []string {
 	return nil
 }
 
+// giveUpDrift compares what became of the call when every resume got 404
+// with profile p's resume_give_up: rejected is whether the SDK ended the
+// call once it stopped resuming. "fail" ends it at the first 404; "wait"
+// retries the 404 as any failed resume (max_retries resumes) and leaves the
+// call pending.
+func giveUpDrift(p clients.Config, resumes int, rejected bool) []string {
+	got := clients.GiveUpWait
+	if rejected {
+		got = clients.GiveUpFail
+	}
+	if got != p.ResumeGiveUp {
+		return []string{fmt.Sprintf("resume_give_up: after %d resumes answered 404 the SDK's call was rejected: %v (%s), the profile says %q", resumes, rejected, got, p.ResumeGiveUp)}
+	}
+	want := 1
+	if got == clients.GiveUpWait {
+		want = p.MaxRetries
+	}
+	if resumes != want {
+		return []string{fmt.Sprintf("resume_give_up: the SDK resumed %d times when each resume got 404, the profile (%q, max_retries %d) says %d", resumes, p.ResumeGiveUp, p.MaxRetries, want)}
+	}
+	return nil
+}
+
 // checkProfile fails t on every drift, then changes one profile number
 // (mutate) and requires that the same measurements show drift.
 func checkProfile(t *testing.T, name string, found func(clients.Config) []string, mutate func(*clients.Config)) {
@@ -242,6 +274,13 @@ func checkProfile(t *testing.T, name string, found func(clients.Config) []string
 // defaults) against b until its call fails, or until it has resumed stop
 // times (0: no limit).
 func goSDKBreak(t *testing.T, b *breaker, stop int) measured {
+	m, _ := goSDKCall(t, b, stop)
+	return m
+}
+
+// goSDKCall is goSDKBreak that also says whether the SDK ended the call
+// itself (rejected) rather than the test's deadline or stop.
+func goSDKCall(t *testing.T, b *breaker, stop int) (measured, bool) {
 	srv := httptest.NewServer(b)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -265,7 +304,7 @@ func goSDKBreak(t *testing.T, b *breaker, stop int) measured {
 	if _, err := cs.CallTool(ctx, params); err == nil {
 		t.Fatal("the call succeeded against a server that breaks every stream")
 	}
-	return b.measured()
+	return b.measured(), ctx.Err() == nil
 }
 
 // tsSDKBreak runs one ts-sdk client (node/clients.mjs: the SDK's Client
@@ -274,6 +313,14 @@ func goSDKBreak(t *testing.T, b *breaker, stop int) measured {
 // over once no resume has come for quiet after the last (or stop resumes
 // came).
 func tsSDKBreak(t *testing.T, b *breaker, stop int, quiet time.Duration) measured {
+	m, _ := tsSDKCall(t, b, stop, quiet)
+	return m
+}
+
+// tsSDKCall is tsSDKBreak that also says whether the SDK ended the call
+// (rejected: node/clients.mjs reported its outcome) by the time the resumes
+// were over.
+func tsSDKCall(t *testing.T, b *breaker, stop int, quiet time.Duration) (measured, bool) {
 	node, script, err := tsdk.Program("clients.mjs")
 	if err != nil {
 		t.Fatalf("%v (make test runs make node first)", err)
@@ -288,7 +335,18 @@ func tsSDKBreak(t *testing.T, b *breaker, stop int, quiet time.Duration) measure
 		t.Fatal(err)
 	}
 	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }() //nolint:errcheck // it may be gone
-	go io.Copy(io.Discard, bufio.NewReader(out))                  //nolint:errcheck // the lines say nothing the server did not see
+	var rejected atomic.Bool
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var m struct {
+				Done bool `json:"done"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m.Done {
+				rejected.Store(true)
+			}
+		}
+	}()
 	fmt.Fprintf(in, `{"op":"call","client":0,"seq":0,"endpoint":%q,"name":"stream","arguments":{"events":10},"token":"drift"}`+"\n", srv.URL)
 	deadline := time.Now().Add(2 * time.Minute)
 	last, n := time.Now(), 0
@@ -301,7 +359,7 @@ func tsSDKBreak(t *testing.T, b *breaker, stop int, quiet time.Duration) measure
 			break
 		}
 	}
-	return b.measured()
+	return b.measured(), rejected.Load()
 }
 
 // TestDriftGoSDK measures go-sdk v1.8's client against the go-sdk profile.
@@ -310,13 +368,20 @@ func TestDriftGoSDK(t *testing.T) {
 	var reset, hinted measured
 	var refused int
 	var wg sync.WaitGroup
-	var onProgress int
-	wg.Add(4)
+	var onProgress, missing int
+	var missingRejected bool
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		b := &breaker{progress: true}
 		goSDKBreak(t, b, 8)
 		onProgress = b.count()
+	}()
+	go func() {
+		defer wg.Done()
+		b := &breaker{missing: true}
+		_, missingRejected = goSDKCall(t, b, 0)
+		missing = b.count()
 	}()
 	go func() { defer wg.Done(); reset = goSDKBreak(t, &breaker{}, 0) }()
 	go func() { defer wg.Done(); hinted = goSDKBreak(t, &breaker{hint: 100 * time.Millisecond}, 2) }()
@@ -329,6 +394,8 @@ func TestDriftGoSDK(t *testing.T) {
 	checkProfile(t, "go-sdk", func(p clients.Config) []string { return refuseDrift(p, refused) }, func(p *clients.Config) { p.RetryOn = clients.RetryOnAny })
 	t.Logf("go-sdk: %d resumes when each brought an event", onProgress)
 	checkProfile(t, "go-sdk", func(p clients.Config) []string { return progressDrift(p, onProgress) }, func(p *clients.Config) { p.ResetOnProgress = false })
+	t.Logf("go-sdk: %d resumes answered 404, the call rejected: %v", missing, missingRejected)
+	checkProfile(t, "go-sdk", func(p clients.Config) []string { return giveUpDrift(p, missing, missingRejected) }, func(p *clients.Config) { p.ResumeGiveUp = clients.GiveUpWait })
 }
 
 // TestDriftTSSDK measures the TypeScript SDK 1.32.2's client against the
@@ -338,15 +405,23 @@ func TestDriftTSSDK(t *testing.T) {
 	var reset, hinted measured
 	var refused int
 	var wg sync.WaitGroup
-	var onProgress int
-	wg.Add(4)
+	var onProgress, missing int
+	var missingRejected bool
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		b := &breaker{progress: true}
 		tsSDKBreak(t, b, 5, 6*time.Second)
 		onProgress = b.count()
 	}()
-	go func() { defer wg.Done(); reset = tsSDKBreak(t, &breaker{}, 0, 6*time.Second) }()
+	go func() {
+		defer wg.Done()
+		b := &breaker{missing: true}
+		_, missingRejected = tsSDKCall(t, b, 0, 6*time.Second)
+		missing = b.count()
+	}()
+	var resetRejected, refusedRejected bool
+	go func() { defer wg.Done(); reset, resetRejected = tsSDKCall(t, &breaker{}, 0, 6*time.Second) }()
 	go func() {
 		defer wg.Done()
 		hinted = tsSDKBreak(t, &breaker{hint: 100 * time.Millisecond}, 0, 3*time.Second)
@@ -354,7 +429,7 @@ func TestDriftTSSDK(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		b := &breaker{refuse: true}
-		tsSDKBreak(t, b, 0, 6*time.Second)
+		_, refusedRejected = tsSDKCall(t, b, 0, 6*time.Second)
 		refused = b.count()
 	}()
 	wg.Wait()
@@ -364,6 +439,18 @@ func TestDriftTSSDK(t *testing.T) {
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return hintDrift(p, 100*time.Millisecond, hinted) }, func(p *clients.Config) { p.HonorRetryHint = false })
 	t.Logf("ts-sdk: %d resumes when each brought an event", onProgress)
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return progressDrift(p, onProgress) }, func(p *clients.Config) { p.ResetOnProgress = !p.ResetOnProgress })
+	t.Logf("ts-sdk: %d resumes answered 404, the call rejected: %v", missing, missingRejected)
+	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return giveUpDrift(p, missing, missingRejected) }, func(p *clients.Config) { p.ResumeGiveUp = clients.GiveUpFail })
+	// Out of retries after resets or 503s, the call is left pending too.
+	t.Logf("ts-sdk: the call rejected after its resumes were reset: %v; after 503s: %v", resetRejected, refusedRejected)
+	for what, rejected := range map[string]bool{"reset": resetRejected, "answered 503": refusedRejected} {
+		checkProfile(t, "ts-sdk", func(p clients.Config) []string {
+			if rejected != (p.ResumeGiveUp == clients.GiveUpFail) {
+				return []string{fmt.Sprintf("resume_give_up: with every resume %s, the SDK's call was rejected: %v, the profile says %q", what, rejected, p.ResumeGiveUp)}
+			}
+			return nil
+		}, func(p *clients.Config) { p.ResumeGiveUp = clients.GiveUpFail })
+	}
 	checkProfile(t, "ts-sdk", func(p clients.Config) []string { return refuseDrift(p, refused) }, func(p *clients.Config) {
 		if p.RetryOn == clients.RetryOnAny {
 			p.RetryOn = clients.RetryOnNetwork

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -122,6 +123,151 @@ func TestFiveCallsOneSessionLive(t *testing.T) {
 		}
 		if n != 30 {
 			t.Errorf("%d calls 3 to 5 were sent with the dead id and got 404, want 30 (3 per client)", n)
+		}
+	})
+}
+
+// TestFiveCallsTSSDKLive runs five-calls live with the official TypeScript
+// SDK's clients (client.impl = "ts-sdk", profile ts-sdk):
+//   - an application that never reconnects keeps its dead session: calls
+//     3, 4 and 5 are each sent with the dead id and get 404 (30 of 50
+//     calls fail, 3 tools/call 404s per client);
+//   - one that reconnects after a failed call closes the old client (no
+//     DELETE: the 404 said the session is gone) and connects anew before
+//     call 4, counted as a reconnect: 10 of 50 fail;
+//   - one that reconnects 4 s after the failure sends call 4 (3 s later)
+//     with the dead id, and call 5 on a new session: 20 of 50 fail.
+func TestFiveCallsTSSDKLive(t *testing.T) {
+	needTS(t)
+	abs, _ := filepath.Abs(fiveCallsFile)
+	sets := []string{`designs=["tssdk-never","tssdk-on-failure","tssdk-4s"]`}
+	sc, err := loadFile(t, abs, "five-calls", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One design at a time: a Node process connecting its ten clients
+	// takes a second or more on a loaded 2-core machine, which moves call
+	// 2 towards the crash at 5 s.
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Parallel: 1, Set: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipSaturated(t, out.Report)
+	// The premise: every client's call 2 ended before the replica was
+	// killed. A call open then waits for its timeout, as the SDK leaves a
+	// call whose resumes got 404 (resume_give_up = "wait"), and the counts
+	// below no longer apply.
+	for name, h := range out.Histories {
+		var killed int64 = -1
+		for _, f := range h.Faults {
+			if strings.Contains(f.Kind, "killed") {
+				killed = f.At
+			}
+		}
+		if killed < 0 {
+			t.Fatalf("%s: no replica was killed", name)
+		}
+		for _, c := range h.Calls {
+			if c.Seq == 1 && (c.End < 0 || c.End > killed) {
+				t.Fatalf("%s: client %d's call 2 ran from %v to %v, past the crash at %v: the Node clients started too slowly for the scenario's premise", name, c.Client, time.Duration(c.Start), time.Duration(c.End), time.Duration(killed))
+			}
+		}
+	}
+	want := map[string]int64{"tssdk-never": 30, "tssdk-on-failure": 10, "tssdk-4s": 20}
+	for _, d := range out.Report.Designs {
+		tt := d.Totals
+		t.Logf("%s: calls %d, failed %d, 404s %d, reconnects %d, requests %d", d.Name, tt.Calls, tt.CallsFailed, tt.HTTP404, tt.Reconnects, tt.Requests)
+		if tt.Calls != 50 || tt.CallsFailed != want[d.Name] {
+			t.Errorf("%s: calls %d, failed %d; want 50, %d", d.Name, tt.Calls, tt.CallsFailed, want[d.Name])
+		}
+	}
+	// The requests of each client's calls, by kind.
+	perCall := func(h *check.History) map[[2]int32][]check.Request {
+		m := map[[2]int32][]check.Request{}
+		for _, q := range h.Requests {
+			if q.Seq >= 0 {
+				k := [2]int32{q.Client, q.Seq}
+				m[k] = append(m[k], q)
+			}
+		}
+		return m
+	}
+	kind := func(qs []check.Request, k clients.Req) []check.Request {
+		var out []check.Request
+		for _, q := range qs {
+			if q.Kind == k {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	t.Run("Never", func(t *testing.T) {
+		h := out.Histories["tssdk-never"]
+		reqs := perCall(h)
+		per := map[int32]int{}
+		for _, c := range h.Calls {
+			if c.Seq < 2 {
+				continue
+			}
+			q := kind(reqs[[2]int32{c.Client, c.Seq}], clients.ReqCall)
+			if c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 || !q[0].Session || !strings.Contains(c.Err, "404") {
+				t.Errorf("client %d call %d: %v (%q) after %+v, want failed after one tools/call answered 404", c.Client, c.Seq+1, c.Outcome, c.Err, q)
+				continue
+			}
+			per[c.Client]++
+		}
+		for cl := int32(0); cl < 10; cl++ {
+			if per[cl] != 3 {
+				t.Errorf("client %d: %d tools/call answered 404, want 3", cl, per[cl])
+			}
+		}
+	})
+	t.Run("OnFailure", func(t *testing.T) {
+		h := out.Histories["tssdk-on-failure"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			k := [2]int32{c.Client, c.Seq}
+			switch c.Seq {
+			case 2:
+				if q := kind(reqs[k], clients.ReqCall); c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 {
+					t.Errorf("client %d call 3: %v (%q) after %+v, want failed after one tools/call answered 404", c.Client, c.Outcome, c.Err, q)
+				}
+			case 3:
+				// A new session first: initialize, counted as a reconnect,
+				// and no DELETE of the session the server said is gone.
+				init := false
+				for _, q := range kind(reqs[k], clients.ReqInitialize) {
+					init = init || q.Reconnect && q.Status == 200
+				}
+				if del := kind(reqs[k], clients.ReqDelete); c.Outcome != clients.Completed || !init || len(del) != 0 {
+					t.Errorf("client %d call 4: %v (%q), re-initialised %v, DELETEs %+v; want completed on a new session, no DELETE", c.Client, c.Outcome, c.Err, init, del)
+				}
+			case 4:
+				if c.Outcome != clients.Completed {
+					t.Errorf("client %d call 5: %v (%q), want completed", c.Client, c.Outcome, c.Err)
+				}
+			}
+		}
+	})
+	t.Run("After4s", func(t *testing.T) {
+		h := out.Histories["tssdk-4s"]
+		reqs := perCall(h)
+		for _, c := range h.Calls {
+			k := [2]int32{c.Client, c.Seq}
+			switch c.Seq {
+			case 2, 3:
+				if q := kind(reqs[k], clients.ReqCall); c.Outcome != clients.Failed || len(q) != 1 || q[0].Status != 404 || len(kind(reqs[k], clients.ReqInitialize)) != 0 {
+					t.Errorf("client %d call %d: %v (%q) after %+v, want failed after one tools/call answered 404 in the old session", c.Client, c.Seq+1, c.Outcome, c.Err, reqs[k])
+				}
+			case 4:
+				init := false
+				for _, q := range kind(reqs[k], clients.ReqInitialize) {
+					init = init || q.Reconnect && q.Status == 200
+				}
+				if c.Outcome != clients.Completed || !init {
+					t.Errorf("client %d call 5: %v (%q), re-initialised %v; want completed on a new session", c.Client, c.Outcome, c.Err, init)
+				}
+			}
 		}
 	})
 }

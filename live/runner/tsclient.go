@@ -51,6 +51,7 @@ type tsMsg struct {
 	Code     *int    `json:"code"`
 	IsError  bool    `json:"is_error"`
 	Closed   bool    `json:"closed"`
+	Ready    bool    `json:"ready"`
 }
 
 // tsProc is a design's Node process of ts-sdk clients and the recording
@@ -62,6 +63,7 @@ type tsProc struct {
 	ln     net.Listener
 	hs     *http.Server
 	exited chan struct{}
+	ready  chan struct{} // closed when the Node process said it is ready
 
 	mu      sync.Mutex
 	clients map[int32]*tsClient
@@ -74,7 +76,7 @@ func startTSProc(d *designRun) (*tsProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client.impl = %q: %w", clients.ImplTSSDK, err)
 	}
-	p := &tsProc{d: d, clients: map[int32]*tsClient{}, closed: map[int32]chan struct{}{}, exited: make(chan struct{})}
+	p := &tsProc{d: d, clients: map[int32]*tsClient{}, closed: map[int32]chan struct{}{}, exited: make(chan struct{}), ready: make(chan struct{})}
 	p.ln, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -105,10 +107,25 @@ func startTSProc(d *designRun) (*tsProc, error) {
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
 			}
+			if m.Ready {
+				close(p.ready)
+				continue
+			}
 			p.deliver(m)
 		}
 		p.cmd.Wait() //nolint:errcheck // its end is what exited says
 	}()
+	// The run's clock starts once Node has loaded the SDK: its start-up
+	// (a second or more on a loaded machine) is not the clients' time.
+	select {
+	case <-p.ready:
+	case <-p.exited:
+		p.hs.Close()
+		return nil, errors.New("the ts-sdk clients' Node process exited before it was ready")
+	case <-time.After(time.Minute):
+		p.close()
+		return nil, errors.New("the ts-sdk clients' Node process was not ready after a minute")
+	}
 	return p, nil
 }
 
@@ -282,9 +299,25 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 		name, args = c.d.tool, o.ToolArguments(int(n), c.d.intervalMS, c.d.sc.Workload.EventBytes)
 	}
 	endpoint := "http://" + c.proc.ln.Addr().String() + "/c/" + strconv.Itoa(int(c.id)) + "/mcp"
+	// The application replaces its session (client.app_reconnect): the
+	// Node program closes the old client, with a DELETE unless the server
+	// said the session is gone, and connects a new one, whose initialize
+	// the recorder counts as a reconnect.
+	renew := c.renewAt >= 0 && c.now() >= c.renewAt
+	if renew {
+		c.renewAt = -1
+	}
+	c.mu.Lock()
+	c.renewing = renew
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.renewing = false
+		c.mu.Unlock()
+	}()
 	var m tsMsg
 	err := c.proc.send(map[string]any{"op": "call", "client": c.id, "seq": seq, "endpoint": endpoint,
-		"name": name, "arguments": args, "token": check.Token(c.id, seq, 0)})
+		"name": name, "arguments": args, "token": check.Token(c.id, seq, 0), "renew": renew})
 	timedOut := false
 	// A late outcome of an earlier call given up on is not this call's.
 	mine := func(got tsMsg) bool { m = got; return got.Seq == seq }
@@ -362,6 +395,13 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 	if msg != "" {
 		c.mu.Lock()
 		c.hist.Calls[len(c.hist.Calls)-1].Err = msg
+		c.mu.Unlock()
+	}
+	if d, ok := c.d.d.Client.ReconnectAfter(); ok && outcome == clients.Failed && c.renewAt < 0 {
+		// The application connects a new session d after the failure; with
+		// app_reconnect = "never" it keeps this one.
+		c.mu.Lock()
+		c.renewAt = c.hist.Calls[len(c.hist.Calls)-1].End + int64(d)
 		c.mu.Unlock()
 	}
 	return outcome == clients.Completed
