@@ -24,13 +24,13 @@ const BaselineKind = "stormsim-baseline"
 // design, with the scenario, the engine and the machine architecture. It is
 // small enough to commit (results/baseline/<scenario>.json).
 type Baseline struct {
-	Kind         string       `json:"kind"`
-	Schema       int          `json:"schema"`
-	Scenario     string       `json:"scenario"`
-	ScenarioHash string       `json:"scenario_hash"`
-	Engine       string       `json:"engine"`
-	Seed         uint64       `json:"seed"`
-	Arch         string       `json:"arch"`
+	Kind         string `json:"kind"`
+	Schema       int    `json:"schema"`
+	Scenario     string `json:"scenario"`
+	ScenarioHash string `json:"scenario_hash"`
+	Engine       string `json:"engine"`
+	Seed         uint64 `json:"seed"`
+	Arch         string `json:"arch"`
 	// Seeds are the seeds of a run over several (a live nightly run with
 	// seeds = N); Metrics then hold the means and Values each seed's value.
 	Seeds   []uint64     `json:"seeds,omitempty"`
