@@ -115,10 +115,18 @@ host-lateness: ## how late an ordinary live run's timers, producers and goroutin
 test-time: ## run make test and write how long it took to docs/measurements.md
 	$(MEASURE) -make test-time test-time -- $(MAKE) --no-print-directory test
 
-nightly: build ## every scenario: thresholds, baselines, results/nightly/<date>/junit.xml
-	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)
+# make nightly: every scenario on the engine its [nightly] table names (live-smoke live, 3 seeds),
+# then the own-server storm of examples/ci/storm.sh against examples/byo-server (live, 3 seeds);
+# writes how long it took to docs/measurements.md when both pass.
+nightly: build ## every scenario (the simulator, and live-smoke live over 3 seeds), then examples/ci/storm.sh: thresholds, baselines, junit.xml in results/nightly/<date>/ and results/ci/
+	$(MEASURE) nightly -- $(MAKE) --no-print-directory nightly-run
 
-baseline: build ## refresh results/baseline/*.json on purpose; commit the diff
+.PHONY: nightly-run
+nightly-run:
+	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)
+	OUT=$(OUT)/ci STORMSIM=$(CURDIR)/$(BIN) examples/ci/storm.sh
+
+baseline: build ## refresh results/baseline/*.json (live-smoke.live.json live, over its seeds) on purpose; prints every changed value, writes results/baseline/CHANGES.md; commit both
 	./$(BIN) baseline $(ARGS)
 
 fuzz: ## fuzz the scenario loader for 30 s

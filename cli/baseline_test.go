@@ -126,3 +126,38 @@ func readBaselineFile(data []byte) (map[string]map[string]string, error) {
 	}
 	return out, nil
 }
+
+// The engine of a nightly run: the scenario's [nightly] table, unless
+// --engine overrides it for every scenario; the seeds of a live run from
+// the table, unless --seeds overrides them.
+func TestNightlyEngineChoice(t *testing.T) {
+	t.Parallel()
+	sc, err := loadScenario(shipped, "live-smoke", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Nightly.Engine != "live" || sc.Nightly.Seeds < 2 || len(sc.Nightly.Designs) == 0 {
+		t.Fatalf("live-smoke's nightly table: %+v, want live over several seeds", sc.Nightly)
+	}
+	for _, c := range []struct {
+		engine    string
+		seeds     int
+		wantE     string
+		wantSeeds int
+	}{
+		{"", 0, "live", sc.Nightly.Seeds}, // the table
+		{"", 5, "live", 5},                // --seeds
+		{"sim", 0, "sim", 1},              // --engine sim: the simulator, one seed
+	} {
+		if e, n := nightlyEngine(sc, c.engine, c.seeds); e != c.wantE || n != c.wantSeeds {
+			t.Errorf("--engine %q --seeds %d: %s, %d seeds; want %s, %d", c.engine, c.seeds, e, n, c.wantE, c.wantSeeds)
+		}
+	}
+	steady, _ := loadScenario(shipped, "steady", nil)
+	if e, _ := nightlyEngine(steady, "", 0); e != "sim" {
+		t.Errorf("steady, no nightly table: %s, want sim", e)
+	}
+	if p := baselinePath("d", "live-smoke", "live"); p != filepath.Join("d", "live-smoke.live.json") {
+		t.Errorf("live baseline path %s", p)
+	}
+}

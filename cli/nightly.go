@@ -151,9 +151,12 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
 	var thresholdsFailed, baselinesFailed, noVerdict int
-	var failLines, noteLines []string
+	var failLines, noteLines, liveLines []string
 	for _, sc := range scs {
 		eng, n := nightlyEngine(sc, engine, seeds)
+		if eng == "live" {
+			liveLines = append(liveLines, fmt.Sprintf("%s, %s", sc.Name, plural(n, "seed")))
+		}
 		if !quiet && eng == "live" {
 			fmt.Fprintf(env.Stderr, "%s: live, %s\n", sc.Name, plural(n, "seed"))
 		}
@@ -266,6 +269,9 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(junit.Tests, "test"), junit.Failures, filepath.Join(dir, "junit.xml"))
+	for _, l := range liveLines {
+		fmt.Fprintln(env.Stdout, "  live: "+l)
+	}
 	for _, l := range failLines {
 		fmt.Fprintln(env.Stdout, "  "+l)
 	}

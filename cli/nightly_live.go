@@ -39,7 +39,8 @@ func baselinePath(dir, name, engine string) string {
 }
 
 // runOn runs sc on engine: the simulator as runSeeds does, or the live
-// engine at seeds seeds (seed, seed+1, ...), the report then being the
+// engine at seeds seeds (seed, seed+1, ...) with the designs of its
+// [nightly] table (all when it names none), the report then being the
 // first seed's with every seed's metrics attached (over_seeds) and the
 // host block of a seed whose host was saturated, if any was.
 func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine string, seeds int) (*report.Report, error) {
@@ -57,7 +58,7 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 				return nil, usageError{err}
 			}
 		}
-		rep, _, err := runEngine(ctx, "live", esc, rf, nil, sets, nil)
+		rep, _, err := runEngine(ctx, "live", esc, rf, sc.Nightly.Designs, sets, nil)
 		if err != nil {
 			return nil, fmt.Errorf("live, seed %d: %w", esc.Seed, err)
 		}

@@ -577,7 +577,8 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 }
 
 // nightly parses [scenario.NAME.nightly]: how stormsim nightly runs the
-// scenario (engine "sim" or "live", and seeds for a live run).
+// scenario (engine "sim" or "live", and the seeds and designs of a live
+// run). It runs after the designs are resolved.
 func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
 	where := l.where + ".nightly"
 	if t := l.md.Type(append(slices.Clone(l.path), "nightly")...); t != "Hash" && t != "" {
@@ -603,8 +604,26 @@ func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
 				continue
 			}
 			n.Seeds = int(v)
+		case "designs":
+			list, ok := raw[k].([]any)
+			if !ok || len(list) == 0 {
+				ld.errorf(where+".designs", "want a list of the scenario's designs, got %v", raw[k])
+				continue
+			}
+			for _, v := range list {
+				d, ok := v.(string)
+				if !ok || !slices.ContainsFunc(s.Designs, func(x Design) bool { return x.Name == d }) {
+					var names []string
+					for _, x := range s.Designs {
+						names = append(names, x.Name)
+					}
+					ld.errorf(where+".designs", "%v is not a design of this scenario (designs: %s)", v, strings.Join(names, ", "))
+					continue
+				}
+				n.Designs = append(n.Designs, d)
+			}
 		default:
-			ld.errorf(where+"."+k, "unknown key (valid: engine, seeds)")
+			ld.errorf(where+"."+k, "unknown key (valid: engine, seeds, designs)")
 		}
 	}
 	s.Nightly = n

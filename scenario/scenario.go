@@ -232,4 +232,7 @@ func builtinWorkload() Workload {
 type Nightly struct {
 	Engine string // "sim" or "live"; "" is "sim"
 	Seeds  int    // at least 1; 0 is 1
+	// Designs, when set, are the only designs a live nightly run runs
+	// (a live run takes real time per design).
+	Designs []string
 }
