@@ -149,7 +149,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	files := map[string][]byte{}
 	junit := &expect.JUnit{Name: "stormsim nightly " + date, AcceptBetter: acceptBetter}
 	var sum strings.Builder
-	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
+	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | baseline changes | report |\n|---|---|---|---|---|\n", date)
 	var thresholdsFailed, baselinesFailed, noVerdict int
 	var failLines, noteLines, liveLines []string
 	for _, sc := range scs {
@@ -224,7 +224,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		fmt.Fprintf(&sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
 		if !quiet {
-			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, regressions: %s\n", sc.Name, len(results), len(failed), regs)
+			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, baseline changes: %s\n", sc.Name, len(results), len(failed), regs)
 		}
 		if cmp != nil {
 			for _, c := range cmp.Failing(acceptBetter) {

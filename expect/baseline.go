@@ -61,15 +61,23 @@ func FromReport(r *report.Report) *Baseline {
 			}
 			db.Metrics[m] = v
 		}
-		if r.OverSeeds != nil && len(r.OverSeeds.Seeds) > 1 {
+		if overLive(r) {
 			overSeeds(&db, r.OverSeeds)
 		}
 		b.Designs = append(b.Designs, db)
 	}
-	if r.OverSeeds != nil && len(r.OverSeeds.Seeds) > 1 {
+	if overLive(r) {
 		b.Seeds = r.OverSeeds.Seeds
 	}
 	return b
+}
+
+// overLive says whether a report's baseline holds its seeds: a live run
+// over several. A simulated run is deterministic, so its baseline stays the
+// first seed's values, compared exactly; the spread between seeds is not
+// noise between two runs of the same seeds.
+func overLive(r *report.Report) bool {
+	return r.Engine == "live" && r.OverSeeds != nil && len(r.OverSeeds.Seeds) > 1
 }
 
 // JSON encodes b with sorted keys, so the same run gives the same bytes.
