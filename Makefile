@@ -71,6 +71,8 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
+# short seeds (about 80 s), in the stage outside live/.
 # Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
