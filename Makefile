@@ -82,6 +82,8 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
+# short seeds (about 80 s), in the stage outside live/.
 # Its budget is 6 minutes on a 2-core machine; the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
@@ -126,10 +128,18 @@ host-lateness: ## how late an ordinary live run's timers, producers and goroutin
 test-time: ## run make test and write how long it took to docs/measurements.md
 	$(MEASURE) -make test-time test-time -- $(MAKE) --no-print-directory test
 
-nightly: build ## every scenario: thresholds, baselines, results/nightly/<date>/junit.xml
-	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)
+# make nightly: every scenario on the engine its [nightly] table names (live-smoke live, 3 seeds),
+# then the own-server storm of examples/ci/storm.sh against examples/byo-server (live, 3 seeds);
+# writes how long it took to docs/measurements.md when both pass.
+nightly: build ## every scenario (the simulator, and live-smoke live over 3 seeds), then examples/ci/storm.sh: thresholds, baselines, junit.xml in results/nightly/<date>/ and results/ci/
+	$(MEASURE) nightly -- $(MAKE) --no-print-directory nightly-run
 
-baseline: build ## refresh results/baseline/*.json on purpose; commit the diff
+.PHONY: nightly-run
+nightly-run:
+	./$(BIN) nightly --out $(OUT)/nightly $(ARGS)
+	OUT=$(OUT)/ci STORMSIM=$(CURDIR)/$(BIN) examples/ci/storm.sh
+
+baseline: build ## refresh results/baseline/*.json (live-smoke.live.json live, over its seeds) on purpose; prints every changed value, writes results/baseline/CHANGES.md; commit both
 	./$(BIN) baseline $(ARGS)
 
 fuzz: ## fuzz the scenario loader for 30 s

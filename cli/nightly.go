@@ -21,7 +21,7 @@ import (
 func init() {
 	register(command{name: "nightly", summary: "run every scenario, check thresholds and baselines, write junit.xml", run: nightlyCmd})
 	register(command{name: "baseline", summary: "record results/baseline/<scenario>.json from fresh runs", run: baselineCmd})
-	register(command{name: "compare", summary: "compare a run with a baseline and list what got worse", run: compareCmd})
+	register(command{name: "compare", summary: "compare a run with a baseline and list what moved beyond tolerance, either way", run: compareCmd})
 }
 
 // DefaultBaselines is where committed baselines live.
@@ -104,27 +104,39 @@ func (f *scenarioFlags) runSeeds(ctx context.Context, sc *scenario.Scenario) (*r
 
 func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	var f scenarioFlags
-	var out, baselines string
-	var quiet bool
+	var out, baselines, engine string
+	var quiet, acceptBetter bool
+	var seeds int
 	fs := newFlags(env, "nightly", "[flags]",
-		"Run every scenario of the file under the simulator, check each one's thresholds and compare it with\n"+
-			"its baseline in BASELINES/<scenario>.json. Write OUT/<UTC date>/: junit.xml (one test case per\n"+
-			"scenario × design × check, and per design for the baseline), summary.md, and each scenario's run\n"+
-			"folder with report.json and report.html. Everything runs before anything is reported.\n"+
-			"Exit 0 when all passed, 99 when a threshold failed, 1 when only baselines regressed or are missing,\n"+
-			"97 when nothing failed but a live scenario gave no verdict (its host was saturated; skipped in junit.xml).")
+		"Run every scenario of the file, each on the engine its [nightly] table names (the simulator by default;\n"+
+			"live with seeds = N runs N seeds), check each one's thresholds and compare it with its baseline in\n"+
+			"BASELINES/<scenario>.json (a live run: <scenario>.live.json, over the seeds). Write OUT/<UTC date>/:\n"+
+			"junit.xml (one test case per scenario × design × check, and per design for the baseline), summary.md,\n"+
+			"and each scenario's run folder with report.json and report.html. Everything runs before anything is\n"+
+			"reported. Exit 0 when all passed, 99 when a threshold failed, 1 when only baselines moved beyond\n"+
+			"tolerance (either way) or are missing, 97 when nothing failed but a live scenario gave no verdict\n"+
+			"(its host was saturated; skipped in junit.xml).")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios, comma-separated")
 	fs.Var(&f.set, "set", "override a key in every scenario, repeatable (`key=value`)")
 	fs.StringVar(&out, "out", "results/nightly", "output `dir`")
 	fs.StringVar(&baselines, "baselines", DefaultBaselines, "baselines `dir`")
 	fs.BoolVar(&quiet, "quiet", false, "print only the final summary")
+	fs.StringVar(&engine, "engine", "", "run every scenario on this `engine` (sim or live) instead of its [nightly] table's")
+	fs.IntVar(&seeds, "seeds", 0, "live runs: `N` seeds each instead of the [nightly] table's")
+	fs.BoolVar(&acceptBetter, "accept-better", false, "let every change that is not for the worse pass (it still prints); without it such a change fails as \"changed: refresh the baseline\"")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("nightly: takes no arguments, got %q", pos)
+	}
+	if engine != "" && engine != "sim" && engine != "live" {
+		return usagef("nightly: --engine %q is not available (valid: sim, live)", engine)
+	}
+	if seeds < 0 || seeds > 100 {
+		return usagef("nightly: --seeds %d is not in 1..100", seeds)
 	}
 	scs, err := f.load(ctx, fs, "nightly")
 	if err != nil {
@@ -135,13 +147,20 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	date := time.Now().UTC().Format("2006-01-02")
 	files := map[string][]byte{}
-	junit := &expect.JUnit{Name: "stormsim nightly " + date}
+	junit := &expect.JUnit{Name: "stormsim nightly " + date, AcceptBetter: acceptBetter}
 	var sum strings.Builder
-	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | regressions | report |\n|---|---|---|---|---|\n", date)
+	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | baseline changes | report |\n|---|---|---|---|---|\n", date)
 	var thresholdsFailed, baselinesFailed, noVerdict int
-	var failLines, noteLines []string
+	var failLines, noteLines, liveLines []string
 	for _, sc := range scs {
-		r, err := f.runSeeds(ctx, sc)
+		eng, n := nightlyEngine(sc, engine, seeds)
+		if eng == "live" {
+			liveLines = append(liveLines, fmt.Sprintf("%s, %s", sc.Name, plural(n, "seed")))
+		}
+		if !quiet && eng == "live" {
+			fmt.Fprintf(env.Stderr, "%s: live, %s\n", sc.Name, plural(n, "seed"))
+		}
+		r, err := f.runOn(ctx, sc, eng, n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -180,11 +199,11 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		for _, d := range r.Designs {
 			designs = append(designs, d.Name)
 		}
-		cmp, berr := compareWithBaseline(filepath.Join(baselines, sc.Name+".json"), r)
+		cmp, berr := compareWithBaseline(baselinePath(baselines, sc.Name, eng), r)
 		junit.AddScenario(sc.Name, designs, results, cmp, berr)
 		nreg := 0
 		if cmp != nil {
-			nreg = len(cmp.Regressions) + len(cmp.Missing)
+			nreg = len(cmp.Failing(acceptBetter)) + len(cmp.Missing)
 		}
 		thresholdsFailed += len(failed)
 		if berr != nil || nreg > 0 {
@@ -205,11 +224,16 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		fmt.Fprintf(&sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
 		if !quiet {
-			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, regressions: %s\n", sc.Name, len(results), len(failed), regs)
+			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, baseline changes: %s\n", sc.Name, len(results), len(failed), regs)
 		}
 		if cmp != nil {
-			for _, c := range cmp.Regressions {
+			for _, c := range cmp.Failing(acceptBetter) {
 				failLines = append(failLines, sc.Name+"/"+c.String())
+			}
+			if acceptBetter {
+				for _, c := range cmp.Changed {
+					noteLines = append(noteLines, sc.Name+"/"+c.String()+" (accepted: --accept-better)")
+				}
 			}
 			for _, d := range cmp.Missing {
 				failLines = append(failLines, sc.Name+"/"+d+": no baseline for this design")
@@ -245,6 +269,9 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(junit.Tests, "test"), junit.Failures, filepath.Join(dir, "junit.xml"))
+	for _, l := range liveLines {
+		fmt.Fprintln(env.Stdout, "  live: "+l)
+	}
 	for _, l := range failLines {
 		fmt.Fprintln(env.Stdout, "  "+l)
 	}
@@ -255,7 +282,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	case thresholdsFailed > 0:
 		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %s failed", plural(thresholdsFailed, "threshold"))}
 	case baselinesFailed > 0:
-		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s regressed or have no baseline", baselinesFailed, plural(len(scs), "scenario"))}
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s moved from their baseline or have none", baselinesFailed, plural(len(scs), "scenario"))}
 	case noVerdict > 0:
 		return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: nightly: %s gave no verdict (host saturated)", plural(noVerdict, "scenario"))}
 	}
@@ -314,20 +341,31 @@ func replaceDir(parent, name string, files map[string][]byte) (string, error) {
 
 func baselineCmd(ctx context.Context, env *Env, args []string) error {
 	var f scenarioFlags
-	var dir string
+	var dir, engine string
+	var seeds int
 	fs := newFlags(env, "baseline", "[flags]",
-		"Run the scenarios under the simulator and write DIR/<scenario>.json: every metric of every design, the\n"+
-			"scenario hash and the machine architecture. Commit the result on purpose: the diff shows what changed.")
+		"Run the scenarios, each on the engine its [nightly] table names (as stormsim nightly does), and write\n"+
+			"DIR/<scenario>.json (a live run: <scenario>.live.json, every seed's values): every metric of every\n"+
+			"design, the scenario hash and the machine architecture. Print every value that changes, old and new,\n"+
+			"per scenario and design, and write the list to DIR/CHANGES.md. Commit both on purpose.")
 	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&f.scenarios, "scenarios", "", "record only these scenarios, comma-separated")
 	fs.Var(&f.set, "set", "override a key in every scenario, repeatable (`key=value`)")
 	fs.StringVar(&dir, "dir", DefaultBaselines, "baselines `dir`")
+	fs.StringVar(&engine, "engine", "", "record every scenario on this `engine` (sim or live) instead of its [nightly] table's")
+	fs.IntVar(&seeds, "seeds", 0, "live runs: `N` seeds each instead of the [nightly] table's")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("baseline: takes no arguments, got %q", pos)
+	}
+	if engine != "" && engine != "sim" && engine != "live" {
+		return usagef("baseline: --engine %q is not available (valid: sim, live)", engine)
+	}
+	if seeds < 0 || seeds > 100 {
+		return usagef("baseline: --seeds %d is not in 1..100", seeds)
 	}
 	scs, err := f.load(ctx, fs, "baseline")
 	if err != nil {
@@ -338,43 +376,80 @@ func baselineCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	// Run everything first: an interrupted or failed refresh writes nothing.
 	data := map[string][]byte{}
+	paths := map[string]string{}
+	moved := map[string][]expect.Moved{}
+	var names []string
 	for _, sc := range scs {
-		o, err := sim.Run(ctx, sc, nil)
+		eng, n := nightlyEngine(sc, engine, seeds)
+		r, err := f.runOn(ctx, sc, eng, n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return err
 		}
-		if data[sc.Name], err = expect.FromReport(o.Report).JSON(); err != nil {
+		if r.Host != nil && r.Host.Saturated {
+			return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: baseline: %s: the host was saturated (%s), so the live run is no baseline; nothing was written",
+				sc.Name, strings.Join(r.Host.Reasons, "; "))}
+		}
+		key := sc.Name
+		if eng == "live" {
+			key += " (live)"
+		}
+		names = append(names, key)
+		cur := expect.FromReport(r)
+		if data[key], err = cur.JSON(); err != nil {
 			return err
 		}
+		paths[key] = baselinePath(dir, sc.Name, eng)
+		var old *expect.Baseline
+		if _, err := os.Stat(paths[key]); err == nil {
+			if old, err = expect.ReadRun(paths[key]); err != nil {
+				fmt.Fprintf(env.Stderr, "stormsim: baseline: %v: replaced whole\n", err)
+				old = nil
+			}
+		}
+		moved[key] = expect.Diff(old, cur)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	for _, sc := range scs {
-		path := filepath.Join(dir, sc.Name+".json")
+	for _, key := range names {
+		path := paths[key]
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data[sc.Name], 0o644); err != nil {
+		if err := os.WriteFile(tmp, data[key], 0o644); err != nil {
 			return err
 		}
 		if err := os.Rename(tmp, path); err != nil {
 			os.Remove(tmp)
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "baseline: %s\n", path)
+		fmt.Fprintf(env.Stdout, "baseline: %s: %s\n", path, plural(len(moved[key]), "change"))
+		for _, m := range moved[key] {
+			fmt.Fprintln(env.Stdout, "  "+m.String())
+		}
 	}
+	changes := filepath.Join(dir, "CHANGES.md")
+	if err := os.WriteFile(changes, expect.ChangesMarkdown(names, moved), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "baseline: the list of changes is in %s\n", changes)
 	return nil
 }
 
 func compareCmd(_ context.Context, env *Env, args []string) error {
 	var tol string
-	fs := newFlags(env, "compare", "BASELINE CURRENT [--tolerance metric=rel,...]",
+	var acceptBetter bool
+	fs := newFlags(env, "compare", "BASELINE CURRENT [--tolerance metric=rel,...] [--accept-better]",
 		"Compare CURRENT with BASELINE (each a report.json, a run folder or a baseline file) and print, per design\n"+
-			"and metric, what got worse and by how much. Simulator runs are deterministic: lost events and 404s\n"+
-			"may not rise at all by default, other metrics 5%; live runs get 10%. Exit 1 on a regression.")
+			"and metric, what moved beyond tolerance and by how much, either way: a regression, or a change for the\n"+
+			"better (\"changed: refresh the baseline\"); resumes, events_replayed and drops count either way.\n"+
+			"Simulator runs are deterministic: lost events and 404s may not move at all by default, other metrics 5%;\n"+
+			"live runs get 10%, and over several seeds a change must clear it by more than the 95% interval of the\n"+
+			"difference of the means. A null (unknown) value is not compared. Exit 1 on any change, unless none is\n"+
+			"for the worse and --accept-better is given.")
 	fs.StringVar(&tol, "tolerance", "", "relative tolerances, `metric=rel,...` (\"*\" for every metric)")
+	fs.BoolVar(&acceptBetter, "accept-better", false, "let every change that is not for the worse pass (it still prints): only regressions fail")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -406,18 +481,39 @@ func compareCmd(_ context.Context, env *Env, args []string) error {
 	for _, d := range cmp.Missing {
 		fmt.Fprintf(env.Stdout, "design %s has no baseline: nothing holds it\n", d)
 	}
-	if len(cmp.Regressions) == 0 && len(cmp.Missing) == 0 {
-		fmt.Fprintln(env.Stdout, "no regressions")
-		return nil
-	}
 	if len(cmp.Regressions) == 0 {
+		fmt.Fprintln(env.Stdout, "no regressions")
+	} else {
+		fmt.Fprintf(env.Stdout, "%s:\n", plural(len(cmp.Regressions), "regression"))
+		for _, c := range cmp.Regressions {
+			fmt.Fprintln(env.Stdout, "  "+c.String())
+		}
+	}
+	if len(cmp.Changed) > 0 {
+		fmt.Fprintf(env.Stdout, "%s beyond tolerance, not for the worse:\n", plural(len(cmp.Changed), "change"))
+		for _, c := range cmp.Changed {
+			line := "  " + c.String()
+			if acceptBetter {
+				line += " (accepted: --accept-better)"
+			}
+			fmt.Fprintln(env.Stdout, line)
+		}
+	}
+	failing := cmp.Failing(acceptBetter)
+	changed := len(failing) - len(cmp.Regressions)
+	switch {
+	case len(cmp.Regressions) > 0:
+		msg := fmt.Sprintf("stormsim: compare: %s", plural(len(cmp.Regressions), "regression"))
+		if changed > 0 {
+			msg += fmt.Sprintf(", %s: refresh the baseline", plural(changed, "other change"))
+		}
+		return exitErr{code: ExitError, msg: msg}
+	case changed > 0:
+		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %s beyond tolerance, none for the worse: changed: refresh the baseline (make baseline), or pass --accept-better", plural(changed, "change"))}
+	case len(cmp.Missing) > 0:
 		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %s without a baseline", plural(len(cmp.Missing), "design"))}
 	}
-	fmt.Fprintf(env.Stdout, "%s:\n", plural(len(cmp.Regressions), "regression"))
-	for _, c := range cmp.Regressions {
-		fmt.Fprintln(env.Stdout, "  "+c.String())
-	}
-	return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: compare: %s", plural(len(cmp.Regressions), "regression"))}
+	return nil
 }
 
 func describeTolerances(t expect.Tolerances) string {

@@ -35,7 +35,7 @@ func readJUnit(t *testing.T, path string) *expect.JUnit {
 func TestNightlyPasses(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	code, stdout, stderr := runArgs(t, context.Background(), "nightly", "--file", shipped, "--baselines", shippedBaselines, "--out", out, "--quiet")
+	code, stdout, stderr := runArgs(t, context.Background(), "nightly", "--file", shipped, "--baselines", shippedBaselines, "--out", out, "--quiet", "--engine", "sim")
 	if code != ExitOK {
 		t.Fatalf("nightly: exit %d\n%s\n%s", code, stdout, stderr)
 	}

@@ -176,7 +176,7 @@ func TestOrderingsAsDocumented(t *testing.T) {
 func sweepSeeds(t *testing.T, seeds []int, scenarios string) {
 	t.Helper()
 	for _, s := range seeds {
-		args := []string{"nightly", "--file", shipped, "--baselines", shippedBaselines, "--out", t.TempDir(), "--quiet", "--set", fmt.Sprintf("seed=%d", s)}
+		args := []string{"nightly", "--file", shipped, "--baselines", shippedBaselines, "--out", t.TempDir(), "--quiet", "--engine", "sim", "--set", fmt.Sprintf("seed=%d", s)}
 		if scenarios != "" {
 			args = append(args, "--scenarios", scenarios)
 		}

@@ -24,20 +24,26 @@ const BaselineKind = "stormsim-baseline"
 // design, with the scenario, the engine and the machine architecture. It is
 // small enough to commit (results/baseline/<scenario>.json).
 type Baseline struct {
-	Kind         string       `json:"kind"`
-	Schema       int          `json:"schema"`
-	Scenario     string       `json:"scenario"`
-	ScenarioHash string       `json:"scenario_hash"`
-	Engine       string       `json:"engine"`
-	Seed         uint64       `json:"seed"`
-	Arch         string       `json:"arch"`
-	Designs      []DesignBase `json:"designs"`
+	Kind         string `json:"kind"`
+	Schema       int    `json:"schema"`
+	Scenario     string `json:"scenario"`
+	ScenarioHash string `json:"scenario_hash"`
+	Engine       string `json:"engine"`
+	Seed         uint64 `json:"seed"`
+	Arch         string `json:"arch"`
+	// Seeds are the seeds of a run over several (a live nightly run with
+	// seeds = N); Metrics then hold the means and Values each seed's value.
+	Seeds   []uint64     `json:"seeds,omitempty"`
+	Designs []DesignBase `json:"designs"`
 }
 
 // DesignBase holds one design's metrics; a nil value has none.
 type DesignBase struct {
 	Name    string              `json:"name"`
 	Metrics map[string]*float64 `json:"metrics"`
+	// Values holds, for a run over several seeds, each metric's value at
+	// each seed (in Baseline.Seeds order; null where it had none).
+	Values map[string][]*float64 `json:"values,omitempty"`
 }
 
 // FromReport reduces a report to a baseline, recording this machine's
@@ -55,9 +61,23 @@ func FromReport(r *report.Report) *Baseline {
 			}
 			db.Metrics[m] = v
 		}
+		if overLive(r) {
+			overSeeds(&db, r.OverSeeds)
+		}
 		b.Designs = append(b.Designs, db)
 	}
+	if overLive(r) {
+		b.Seeds = r.OverSeeds.Seeds
+	}
 	return b
+}
+
+// overLive says whether a report's baseline holds its seeds: a live run
+// over several. A simulated run is deterministic, so its baseline stays the
+// first seed's values, compared exactly; the spread between seeds is not
+// noise between two runs of the same seeds.
+func overLive(r *report.Report) bool {
+	return r.Engine == "live" && r.OverSeeds != nil && len(r.OverSeeds.Seeds) > 1
 }
 
 // JSON encodes b with sorted keys, so the same run gives the same bytes.
@@ -108,7 +128,8 @@ func ReadRun(path string) (*Baseline, error) {
 }
 
 // Direction says whether a metric is worse when it rises (+1), when it
-// falls (-1), or is neither (0: it describes the load, not the outcome).
+// falls (-1), or is neither (0: the load, or resumes, events_replayed and
+// drops, which move with the storm either way).
 func Direction(metric string) int {
 	switch metric {
 	case "calls_completed", "events_delivered":
@@ -117,6 +138,17 @@ func Direction(metric string) int {
 		return 0
 	}
 	return +1
+}
+
+// Compared says whether Compare holds a metric to its baseline: every
+// metric but the load (calls, events_expected, requests, session_requests),
+// which the scenario sets rather than the server earns.
+func Compared(metric string) bool {
+	switch metric {
+	case "calls", "events_expected", "requests", "session_requests":
+		return false
+	}
+	return true
 }
 
 // Tolerances are relative tolerances per metric; "*" sets the default.
@@ -169,12 +201,27 @@ func (t Tolerances) of(metric string) float64 {
 	return t["*"]
 }
 
-// Change is one metric of one design that moved the wrong way.
+// Change is one metric of one design that moved beyond its tolerance:
+// for the worse (a regression), for the better, or either way for a metric
+// that is neither (resumes, events_replayed, drops).
 type Change struct {
 	Design, Metric string
 	Base, Cur      *float64
 	Tolerance      float64
+	// Kind is KindWorse, KindBetter or KindChanged.
+	Kind string
+	// Half is the half-width of the 95% interval of the difference of the
+	// means, when both runs hold several seeds (0 otherwise): the change is
+	// beyond its tolerance by more than that.
+	Half float64
 }
+
+// Kinds of Change.
+const (
+	KindWorse   = "worse"
+	KindBetter  = "better"
+	KindChanged = "changed"
+)
 
 func (c Change) String() string {
 	f := func(v *float64) string {
@@ -193,9 +240,19 @@ func (c Change) String() string {
 		if d < 0 {
 			sign = ""
 		}
+		if c.Half > 0 {
+			rel += " ± " + human(c.Half) + " (95%, over the seeds)"
+		}
 		rel = fmt.Sprintf(" (%s%s%s)", sign, human(d), rel)
 	}
-	return fmt.Sprintf("%s/%s: %s -> %s%s, tolerance %g%%", c.Design, c.Metric, f(c.Base), f(c.Cur), rel, 100*c.Tolerance)
+	s := fmt.Sprintf("%s/%s: %s -> %s%s, tolerance %g%%", c.Design, c.Metric, f(c.Base), f(c.Cur), rel, 100*c.Tolerance)
+	switch c.Kind {
+	case KindBetter:
+		s += ": better, changed: refresh the baseline"
+	case KindChanged:
+		s += ": changed: refresh the baseline"
+	}
+	return s
 }
 
 // Comparison is the result of comparing a run with its baseline.
@@ -207,18 +264,42 @@ type Comparison struct {
 	// and its differences are the spread over seeds, not regressions.
 	Skipped     string
 	Regressions []Change
-	Missing     []string // designs of the run with no baseline: nothing holds them
+	// Changed are the metrics that moved beyond tolerance for the better
+	// (KindBetter), or either way where neither is better (KindChanged):
+	// the baseline no longer describes the run, so it must be refreshed
+	// on purpose.
+	Changed []Change
+	Missing []string // designs of the run with no baseline: nothing holds them
+}
+
+// Failing is every change that fails the comparison: the regressions, and
+// the other changes unless acceptBetter lets every change that is not for
+// the worse pass (the better ones, and resumes, events_replayed and drops
+// moving with them).
+func (c *Comparison) Failing(acceptBetter bool) []Change {
+	out := slices.Clone(c.Regressions)
+	if !acceptBetter {
+		out = append(out, c.Changed...)
+	}
+	return out
 }
 
 // ErrMismatch is returned when two runs cannot be compared.
 var ErrMismatch = errors.New("compare: runs do not match")
 
-// Compare finds the metrics of cur that got worse than in base beyond tol.
+// Compare finds the metrics of cur that moved beyond tol from base, in
+// either direction. A metric the baseline does not know (null) is not
+// compared. When both runs hold a metric's values over several seeds, a
+// change must clear its tolerance by more than the 95% interval of the
+// difference of the means (Welch's t over the seeds).
 func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 	if base.Scenario != cur.Scenario {
 		return nil, fmt.Errorf("%w: the baseline is for scenario %q, the run is %q", ErrMismatch, base.Scenario, cur.Scenario)
 	}
 	c := &Comparison{Scenario: cur.Scenario}
+	if base.Engine != "" && cur.Engine != "" && base.Engine != cur.Engine {
+		return nil, fmt.Errorf("%w: the baseline of %s is a %s run, this one is a %s run", ErrMismatch, base.Scenario, base.Engine, cur.Engine)
+	}
 	if base.Seed != cur.Seed {
 		c.Skipped = fmt.Sprintf("the baseline was recorded at seed %d and this run is at seed %d: "+
 			"their differences are the spread over seeds, not regressions, so only the thresholds judge this run", base.Seed, cur.Seed)
@@ -234,6 +315,9 @@ func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 	}
 	if base.ScenarioHash != cur.ScenarioHash {
 		c.Notes = append(c.Notes, "the scenario's settings changed since the baseline was recorded")
+	}
+	if len(base.Seeds) > 1 && len(cur.Seeds) > 1 {
+		c.Notes = append(c.Notes, fmt.Sprintf("compared over the seeds: %d in the baseline, %d in this run; a change must clear its tolerance by more than the 95%% interval of the difference of the means", len(base.Seeds), len(cur.Seeds)))
 	}
 	byName := map[string]DesignBase{}
 	for _, d := range cur.Designs {
@@ -251,19 +335,40 @@ func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 		}
 		sort.Strings(metrics)
 		for _, m := range metrics {
-			dir := Direction(m)
-			if dir == 0 || !report.IsMetric(m) {
+			if !Compared(m) || !report.IsMetric(m) {
 				continue
 			}
+			dir := Direction(m)
 			b, cv := bd.Metrics[m], cd.Metrics[m]
-			t := tol.of(m)
+			ch := Change{Design: bd.Name, Metric: m, Base: b, Cur: cv, Tolerance: tol.of(m)}
 			switch {
 			case b == nil:
-				continue // nothing to hold it to
+				continue // unknown in the baseline: nothing to hold it to
 			case cv == nil:
-				c.Regressions = append(c.Regressions, Change{Design: bd.Name, Metric: m, Base: b, Cur: cv, Tolerance: t})
-			case worse(*b, *cv, dir, t):
-				c.Regressions = append(c.Regressions, Change{Design: bd.Name, Metric: m, Base: b, Cur: cv, Tolerance: t})
+				// Known before, unknown now: the run lost the figure.
+				ch.Kind = KindWorse
+				if dir == 0 {
+					ch.Kind = KindChanged
+				}
+			default:
+				d := *cv - *b
+				ch.Half = welchHalf(bd.Values[m], cd.Values[m])
+				if math.Abs(d)-ch.Half <= ch.Tolerance*math.Abs(*b) {
+					continue
+				}
+				switch {
+				case dir == 0:
+					ch.Kind = KindChanged
+				case (d > 0) == (dir > 0):
+					ch.Kind = KindWorse
+				default:
+					ch.Kind = KindBetter
+				}
+			}
+			if ch.Kind == KindWorse {
+				c.Regressions = append(c.Regressions, ch)
+			} else {
+				c.Changed = append(c.Changed, ch)
 			}
 		}
 	}
@@ -273,14 +378,6 @@ func Compare(base, cur *Baseline, tol Tolerances) (*Comparison, error) {
 		}
 	}
 	return c, nil
-}
-
-func worse(b, c float64, dir int, tol float64) bool {
-	slack := tol * math.Abs(b)
-	if dir > 0 {
-		return c > b+slack
-	}
-	return c < b-slack
 }
 
 // human formats v for people: integers whole, other numbers to six

@@ -16,6 +16,9 @@ type JUnit struct {
 	Failures int          `xml:"failures,attr"`
 	Skipped  int          `xml:"skipped,attr,omitempty"`
 	Suites   []JUnitSuite `xml:"testsuite"`
+	// AcceptBetter lets a baseline case pass whose only changes are for
+	// the better (compare --accept-better).
+	AcceptBetter bool `xml:"-"`
 }
 
 // JUnitSuite is one scenario.
@@ -70,14 +73,25 @@ func (j *JUnit) AddScenario(name string, designs []string, results []Result, cmp
 			c.Failure = &JUnitFailure{Message: msg, Type: "baseline", Text: msg}
 		case cmp != nil:
 			var lines []string
-			for _, r := range cmp.Regressions {
+			worse := 0
+			for _, r := range cmp.Failing(j.AcceptBetter) {
 				if r.Design == d {
 					lines = append(lines, r.String())
+					if r.Kind == KindWorse {
+						worse++
+					}
 				}
 			}
-			if len(lines) > 0 {
-				msg := fmt.Sprintf("%d metric(s) regressed against the baseline", len(lines))
+			switch {
+			case worse > 0:
+				msg := fmt.Sprintf("%d metric(s) regressed against the baseline", worse)
+				if worse < len(lines) {
+					msg += fmt.Sprintf(", %d changed", len(lines)-worse)
+				}
 				c.Failure = &JUnitFailure{Message: msg, Type: "regression", Text: strings.Join(lines, "\n")}
+			case len(lines) > 0:
+				msg := fmt.Sprintf("%d metric(s) changed beyond tolerance: refresh the baseline", len(lines))
+				c.Failure = &JUnitFailure{Message: msg, Type: "changed", Text: strings.Join(lines, "\n")}
 			}
 		}
 		s.Cases = append(s.Cases, c)

@@ -59,6 +59,7 @@ type scenarioOnly struct {
 	Expect    toml.Primitive   `toml:"expect"`
 	Agreement toml.Primitive   `toml:"agreement"`
 	Orderings []toml.Primitive `toml:"orderings"`
+	Nightly   toml.Primitive   `toml:"nightly"`
 }
 
 type designTop struct {
@@ -546,6 +547,9 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		}
 		s.Orderings = append(s.Orderings, o)
 	}
+	if scLayer.defined("nightly") {
+		ld.nightly(scLayer, only.Nightly, s)
+	}
 	if scLayer.defined("agreement") {
 		var raw map[string]any
 		ld.decode(scLayer, only.Agreement, &raw)
@@ -578,6 +582,59 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 	}
 	s.Warnings = ld.warnings(s, layers)
 	return s
+}
+
+// nightly parses [scenario.NAME.nightly]: how stormsim nightly runs the
+// scenario (engine "sim" or "live", and the seeds and designs of a live
+// run). It runs after the designs are resolved.
+func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
+	where := l.where + ".nightly"
+	if t := l.md.Type(append(slices.Clone(l.path), "nightly")...); t != "Hash" && t != "" {
+		ld.errorf(where, "want a table, e.g. nightly = { engine = \"live\", seeds = 3 }, got %s", strings.ToLower(t))
+		return
+	}
+	var raw map[string]any
+	ld.decode(l, p, &raw)
+	n := Nightly{Engine: "sim", Seeds: 1}
+	for _, k := range sortedKeys(raw) {
+		switch k {
+		case "engine":
+			e, ok := raw[k].(string)
+			if !ok || (e != "sim" && e != "live") {
+				ld.errorf(where+".engine", "%v is not an engine for the nightly run (valid: sim, live)", raw[k])
+				continue
+			}
+			n.Engine = e
+		case "seeds":
+			v, ok := raw[k].(int64)
+			if !ok || v < 1 || v > 100 {
+				ld.errorf(where+".seeds", "%v is not a whole number of seeds in 1..100", raw[k])
+				continue
+			}
+			n.Seeds = int(v)
+		case "designs":
+			list, ok := raw[k].([]any)
+			if !ok || len(list) == 0 {
+				ld.errorf(where+".designs", "want a list of the scenario's designs, got %v", raw[k])
+				continue
+			}
+			for _, v := range list {
+				d, ok := v.(string)
+				if !ok || !slices.ContainsFunc(s.Designs, func(x Design) bool { return x.Name == d }) {
+					var names []string
+					for _, x := range s.Designs {
+						names = append(names, x.Name)
+					}
+					ld.errorf(where+".designs", "%v is not a design of this scenario (designs: %s)", v, strings.Join(names, ", "))
+					continue
+				}
+				n.Designs = append(n.Designs, d)
+			}
+		default:
+			ld.errorf(where+"."+k, "unknown key (valid: engine, seeds, designs)")
+		}
+	}
+	s.Nightly = n
 }
 
 // AgreementKeys are the tolerances [scenario.NAME.agreement] may set for
@@ -962,7 +1019,7 @@ func validKeys(parent []string, setLayer bool) []string {
 		if parent[1] == "_" { // a --set layer overrides keys, not the schedule or the thresholds
 			return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
 		}
-		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect", "agreement", "orderings")
+		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect", "agreement", "orderings", "nightly")
 	case len(parent) == 2 && parent[0] == "design":
 		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)
 	case len(parent) >= 2:

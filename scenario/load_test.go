@@ -468,3 +468,29 @@ func TestShippedStoreModel(t *testing.T) {
 		t.Errorf("the shipped model changed keys calibration does not set: %+v", got)
 	}
 }
+
+// [scenario.NAME.nightly]: the engine, seeds and designs of the nightly
+// run, every bad value named with its key.
+func TestNightlyTable(t *testing.T) {
+	t.Parallel()
+	f, err := Parse("t.toml", []byte("[scenario.s]\ndesigns = [\"stateless\", \"redis-shared\"]\nnightly = { engine = \"live\", seeds = 3, designs = [\"redis-shared\"] }\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := f.Scenario("s")
+	if sc.Nightly.Engine != "live" || sc.Nightly.Seeds != 3 || len(sc.Nightly.Designs) != 1 || sc.Nightly.Designs[0] != "redis-shared" {
+		t.Errorf("nightly %+v", sc.Nightly)
+	}
+	for _, c := range []struct{ src, want string }{
+		{`nightly = { engine = "both" }`, `t.toml: scenario.s.nightly.engine: both is not an engine for the nightly run (valid: sim, live)`},
+		{`nightly = { seeds = 0 }`, `t.toml: scenario.s.nightly.seeds: 0 is not a whole number of seeds in 1..100`},
+		{`nightly = { designs = ["nostore"] }`, `t.toml: scenario.s.nightly.designs: nostore is not a design of this scenario (designs: stateless, redis-shared)`},
+		{`nightly = { when = "3am" }`, `t.toml: scenario.s.nightly.when: unknown key (valid: engine, seeds, designs)`},
+		{`nightly = "live"`, `t.toml: scenario.s.nightly: want a table`},
+	} {
+		_, err := Parse("t.toml", []byte("[scenario.s]\ndesigns = [\"stateless\", \"redis-shared\"]\n"+c.src+"\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.src, err, c.want)
+		}
+	}
+}

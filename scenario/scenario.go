@@ -48,6 +48,9 @@ type Scenario struct {
 	// Orderings are claims that one design's metric is lower than
 	// others': a run over several seeds reports how often each holds.
 	Orderings []Ordering `json:"-"`
+	// Nightly says how stormsim nightly runs the scenario; the zero value
+	// is the simulator, one seed.
+	Nightly Nightly `json:"-"`
 	// Agreement holds the tolerances of --engine both, by AgreementKeys
 	// name; the defaults apply to the keys it lacks.
 	Agreement map[string]float64 `json:"-"`
@@ -236,4 +239,16 @@ func builtinWorkload() Workload {
 		EventsMin: 20, EventsMax: 100, EventsDist: "uniform", EventRate: 5, EventBytes: 256,
 		ContinueAfterFailure: true,
 	}
+}
+
+// Nightly is [scenario.NAME.nightly]: the engine stormsim nightly (and
+// stormsim baseline) runs the scenario on, and how many seeds (seed,
+// seed+1, ...) a live run takes; a live baseline holds every seed's values
+// and is compared over them.
+type Nightly struct {
+	Engine string // "sim" or "live"; "" is "sim"
+	Seeds  int    // at least 1; 0 is 1
+	// Designs, when set, are the only designs a live nightly run runs
+	// (a live run takes real time per design).
+	Designs []string
 }

@@ -12,6 +12,11 @@
 // message), I ms apart, then its result: the contract stormsim's clients
 // judge a server you bring by. SIGTERM drains: no new connections, running
 // calls get up to -drain, then the process exits.
+//
+// -lose-sessions (or BYO_SERVER_LOSE_SESSIONS=1 in its environment) makes
+// it a broken server on purpose: every request meets a fresh handler that
+// knows no session, so every request after initialize gets 404. The
+// examples/ci script must fail against it.
 package main
 
 import (
@@ -37,8 +42,9 @@ func main() {
 	path := flag.String("path", "/mcp", "the MCP endpoint")
 	drain := flag.Duration("drain", 10*time.Second, "how long running calls may finish after SIGTERM")
 	flag.BoolVar(&progress, "progress", true, "send progress notifications (false: only the result, which stormsim can judge for completion and latency alone)")
+	lose := flag.Bool("lose-sessions", os.Getenv("BYO_SERVER_LOSE_SESSIONS") == "1", "a broken server on purpose: forget every session after each request (every request after initialize gets 404)")
 	flag.Parse()
-	if err := serve(*port, *path, *drain); err != nil {
+	if err := serve(*port, *path, *drain, *lose); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -75,13 +81,19 @@ func stream(ctx context.Context, req *mcp.CallToolRequest, a streamArgs) (*mcp.C
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "streamed " + strconv.Itoa(a.Events) + " events"}}}, nil, nil
 }
 
-func serve(port int, path string, drain time.Duration) error {
+func serve(port int, path string, drain time.Duration, lose bool) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "byo-server", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "stream", Description: "streams progress notifications, then a result"}, stream)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	handler := func() http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	}
 	mux := http.NewServeMux()
-	mux.Handle(path, h)
+	if lose {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { handler().ServeHTTP(w, r) })
+	} else {
+		mux.Handle(path, handler())
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		return err

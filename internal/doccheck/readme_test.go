@@ -110,7 +110,8 @@ func TestCitesItsOwnDomain(t *testing.T) {
 
 // skipped are the README's commands this test does not run, and why.
 var skipped = map[string]string{
-	"make test": "it is the whole test suite, this test included",
+	"make test":    "it is the whole test suite, this test included",
+	"make nightly": "it runs live scenarios for minutes; its parts are tests of their own (TestNightlyPasses, the simulated scenarios; TestStormScript, a live nightly run of an own server)",
 }
 
 // Every example command of the README exits as it says (0 unless its

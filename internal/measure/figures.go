@@ -29,6 +29,8 @@ func Figures(name string, out []byte, took time.Duration, agreementFiles []strin
 		return interopFigures(out), nil
 	case name == "test-time":
 		return fmt.Sprintf("`make test` passed in **%s** of wall time.\n", took.Round(time.Second)), nil
+	case name == "nightly":
+		return nightlyFigures(out, took), nil
 	default:
 		return verbatim(out), nil
 	}
@@ -250,4 +252,20 @@ func span(v []float64) string {
 	}
 	lo, hi := slices.Min(v), slices.Max(v)
 	return fmt.Sprintf("%.2f–%.2f", lo, hi)
+}
+
+// nightlyFigures is the nightly run's wall time, then the summary lines of
+// its two parts: stormsim nightly (every scenario, simulated or live) and
+// the own-server storm of examples/ci/storm.sh.
+func nightlyFigures(out []byte, took time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "`make nightly` passed in **%s** of wall time.\n\n", took.Round(time.Second))
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, "nightly: ") || strings.HasPrefix(line, "storm.sh: ") || strings.HasPrefix(line, "  note: ") ||
+			strings.HasPrefix(line, "  live: ") {
+			b.WriteString("- " + strings.TrimSpace(line) + "\n")
+		}
+	}
+	return b.String()
 }

@@ -81,6 +81,7 @@ var titles = map[string]string{
 	"agree":               "make agree: the simulator against the live engine",
 	"calibrate":           "make calibrate: the store model measured on a Redis",
 	"test-time":           "make test-time: how long make test takes",
+	"nightly":             "make nightly: how long the nightly run takes",
 	"orderings":           "make orderings: how often each claim about the backoff variants holds",
 	"bench-host-lateness": "make host-lateness: how late an ordinary live run runs on this machine",
 	"interop":             "make interop: real clients against real servers",
