@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -48,6 +49,15 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 		return f.runSeeds(ctx, sc)
 	}
 	rf := &runFlags{file: f.file}
+	designs, ok := sc.NightlyDesigns()
+	if !ok {
+		var run []string
+		for _, d := range sc.Designs {
+			run = append(run, d.Name)
+		}
+		return nil, usageError{fmt.Errorf("%s: scenario.%s.nightly.designs: none of %s is among the designs run (%s)",
+			f.file, sc.Name, strings.Join(sc.Nightly.Designs, ", "), strings.Join(run, ", "))}
+	}
 	var reps []*report.Report
 	for i := range seeds {
 		esc, sets := sc, []string(f.set)
@@ -58,7 +68,7 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 				return nil, usageError{err}
 			}
 		}
-		rep, _, err := runEngine(ctx, "live", esc, rf, sc.Nightly.Designs, sets, nil)
+		rep, _, err := runEngine(ctx, "live", esc, rf, designs, sets, nil)
 		if err != nil {
 			return nil, fmt.Errorf("live, seed %d: %w", esc.Seed, err)
 		}

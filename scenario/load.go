@@ -620,7 +620,10 @@ func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
 			}
 			for _, v := range list {
 				d, ok := v.(string)
-				if !ok || !slices.ContainsFunc(s.Designs, func(x Design) bool { return x.Name == d }) {
+				// Any defined design may be named: --set designs=[...] may run
+				// a subset, and a nightly design the run does not include is
+				// left out (Scenario.NightlyDesigns).
+				if !ok || (!slices.ContainsFunc(s.Designs, func(x Design) bool { return x.Name == d }) && !slices.Contains(ld.definedDesigns(), d)) {
 					var names []string
 					for _, x := range s.Designs {
 						names = append(names, x.Name)

@@ -481,10 +481,25 @@ func TestNightlyTable(t *testing.T) {
 	if sc.Nightly.Engine != "live" || sc.Nightly.Seeds != 3 || len(sc.Nightly.Designs) != 1 || sc.Nightly.Designs[0] != "redis-shared" {
 		t.Errorf("nightly %+v", sc.Nightly)
 	}
+	if names, ok := sc.NightlyDesigns(); !ok || len(names) != 1 || names[0] != "redis-shared" {
+		t.Errorf("NightlyDesigns() = %v, %v; want [redis-shared], true", names, ok)
+	}
+	// A run of a subset (--set designs=[...], as tests and users do) that
+	// leaves the nightly designs out still loads; the nightly run then
+	// has none of its designs to run, and says so.
+	f, err = Parse("t.toml", []byte("[scenario.s]\ndesigns = [\"stateless\", \"redis-shared\"]\nnightly = { engine = \"live\", designs = [\"redis-shared\"] }\n"),
+		&Options{Target: "s", Set: []string{`designs=["stateless"]`}})
+	if err != nil {
+		t.Fatalf("a subset leaving the nightly designs out: %v", err)
+	}
+	sc, _ = f.Scenario("s")
+	if names, ok := sc.NightlyDesigns(); ok || names != nil {
+		t.Errorf("NightlyDesigns() of a run without them = %v, %v; want nil, false", names, ok)
+	}
 	for _, c := range []struct{ src, want string }{
 		{`nightly = { engine = "both" }`, `t.toml: scenario.s.nightly.engine: both is not an engine for the nightly run (valid: sim, live)`},
 		{`nightly = { seeds = 0 }`, `t.toml: scenario.s.nightly.seeds: 0 is not a whole number of seeds in 1..100`},
-		{`nightly = { designs = ["nostore"] }`, `t.toml: scenario.s.nightly.designs: nostore is not a design of this scenario (designs: stateless, redis-shared)`},
+		{`nightly = { designs = ["no-such"] }`, `t.toml: scenario.s.nightly.designs: no-such is not a design of this scenario (designs: stateless, redis-shared)`},
 		{`nightly = { when = "3am" }`, `t.toml: scenario.s.nightly.when: unknown key (valid: engine, seeds, designs)`},
 		{`nightly = "live"`, `t.toml: scenario.s.nightly: want a table`},
 	} {

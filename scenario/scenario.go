@@ -252,3 +252,18 @@ type Nightly struct {
 	// (a live run takes real time per design).
 	Designs []string
 }
+
+// NightlyDesigns are the nightly designs the scenario runs: Nightly.Designs
+// without those a --set designs=[...] left out, or nil (every design) when
+// none is named. ok is false when designs were named and none is run.
+func (s *Scenario) NightlyDesigns() (names []string, ok bool) {
+	if len(s.Nightly.Designs) == 0 {
+		return nil, true
+	}
+	for _, n := range s.Nightly.Designs {
+		if slices.ContainsFunc(s.Designs, func(d Design) bool { return d.Name == n }) {
+			names = append(names, n)
+		}
+	}
+	return names, len(names) > 0
+}
