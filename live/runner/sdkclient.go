@@ -130,16 +130,23 @@ func (c *sdkClient) run(ctx context.Context, arrival int64) {
 	}
 }
 
-// call makes call seq of n events; false when it failed.
-func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
+// begin records the start of call seq of n events; with a server the user
+// brings, its progress values are read by a progressIndex of the call's own
+// and its length is what the arguments ask for (ownLength).
+func (c *sdkClient) begin(seq, n int32) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
 	if c.progs != nil {
 		c.progs[seq] = newProgressIndex(c.d.own.Tool.Progress)
 		delete(c.progs, seq-2) // its notifications are long over
 	}
-	c.mu.Unlock()
+}
+
+// call makes call seq of n events; false when it failed.
+func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
+	c.begin(seq, n)
 	outcome, cause := clients.Completed, clients.CauseNone
 	// The call timeout, as the native clients and the model apply it: the
 	// SDK has none of its own.
@@ -330,17 +337,28 @@ func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationCli
 	// The SDK hands notifications to this handler on its own goroutine, so
 	// a call's last notifications may come after CallTool returned its
 	// result: they are receipts of that call all the same.
-	last, known := c.lastStream[seq]
-	if !ok || cl != c.id || !known || c.sealed {
+	if !ok || cl != c.id {
 		return
 	}
-	idx := int32(req.Params.Progress)
+	c.receive(seq, att, req.Params.Progress)
+}
+
+// receive records a progress notification of call seq (attempt att) as the
+// receipt of its index, on the call's latest stream: the value itself under
+// stormsim's contract, or what a progressIndex makes of an own server's
+// value. c.mu is held.
+func (c *sdkClient) receive(seq, att int32, progress float64) {
+	last, known := c.lastStream[seq]
+	if !known || c.sealed {
+		return
+	}
+	idx := int32(progress)
 	if c.progs != nil {
 		p := c.progs[seq]
 		if p == nil || int(seq) >= len(c.hist.Calls) {
 			return
 		}
-		idx = p.index(req.Params.Progress, att)
+		idx = p.index(progress, att)
 		if call := &c.hist.Calls[seq]; call.E < idx+1 {
 			call.E = idx + 1
 		}

@@ -441,13 +441,14 @@ fraction = 1.0
 away = "200ms"
 `
 
-// TestOwnServerGoSDKClients runs the official go-sdk client against
-// examples/byo-server, started by stormsim ([server] command) and at a URL
+// TestOwnServerGoSDKClients runs the official go-sdk client, and the
+// TypeScript SDK's, against examples/byo-server, started by stormsim ([server] command) and at a URL
 // (--target): the clients call its tool with the scenario's arguments,
 // complete their calls through a client drop, and the report holds known
 // (non-null) delivered and lost counts that add up.
 func TestOwnServerGoSDKClients(t *testing.T) {
 	exe := ownServerBin(t)
+	tsSet := []string{"client.impl=ts-sdk", "client.profile=ts-sdk"}
 	port, err := freeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
@@ -480,6 +481,10 @@ func TestOwnServerGoSDKClients(t *testing.T) {
 		{"command", "[scenario.sdk.server]\ncommand = " + strconv.Quote(exe+" -port {port}"), nil},
 		// --target: the clients talk to the URL
 		{"target", "[scenario.sdk.server]\ncommand = \"unused {port}\"", targetSet(url)},
+		// the same with the TypeScript SDK's clients, whose progress values
+		// are read by the same progressIndex
+		{"ts-sdk-command", "[scenario.sdk.server]\ncommand = " + strconv.Quote(exe+" -port {port}"), tsSet},
+		{"ts-sdk-target", "[scenario.sdk.server]\ncommand = \"unused {port}\"", append(targetSet(url), tsSet...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "s.toml")
@@ -531,7 +536,7 @@ func TestOwnServerGoSDKClients(t *testing.T) {
 			if resumes == 0 {
 				t.Error("no resumes: the go-sdk clients did not resume the dropped streams")
 			}
-			if tc.sets != nil && (d.Target != url || !strings.Contains(d.Label(), "own server") || d.LB != "none") {
+			if strings.HasSuffix(tc.name, "target") && (d.Target != url || !strings.Contains(d.Label(), "own server") || d.LB != "none") {
 				t.Errorf("the --target row is labelled %q, lb %q: want the URL and own server", d.Label(), d.LB)
 			}
 		})

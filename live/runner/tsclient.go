@@ -150,7 +150,7 @@ func (p *tsProc) deliver(m tsMsg) {
 		default: // a call already given up on: its outcome was recorded
 		}
 	default:
-		c.receipt(m.Seq, int32(m.Progress))
+		c.receipt(m.Seq, m.Progress)
 	}
 }
 
@@ -229,6 +229,9 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 func newTSClient(d *designRun, id int32, tr http.RoundTripper, p *tsProc) *tsClient {
 	s := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
 	workload.Seed(&s.work, &s.drops, d.sc.Seed, int(id))
+	if d.own != nil {
+		s.progs = map[int32]*progressIndex{}
+	}
 	c := &tsClient{sdkClient: s, proc: p, done: make(chan tsMsg, 1)}
 	p.mu.Lock()
 	p.clients[id] = c
@@ -281,10 +284,7 @@ func (c *tsClient) run(ctx context.Context, arrival int64) {
 
 // call makes call seq of n events through the SDK; false when it failed.
 func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
-	c.mu.Lock()
-	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
-	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: n, Start: c.now(), End: -1})
-	c.mu.Unlock()
+	c.begin(seq, n)
 	callCtx, deadline := ctx, int64(-1)
 	if to := c.d.d.Client.CallTimeout; to > 0 {
 		c.mu.Lock()
@@ -408,16 +408,9 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 }
 
 // receipt records a progress notification of call seq as the receipt of
-// its index, on the call's latest stream.
-func (c *tsClient) receipt(seq, idx int32) {
+// its index, on the call's latest stream (sdkClient.receive).
+func (c *tsClient) receipt(seq int32, progress float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	last, known := c.lastStream[seq]
-	if !known || c.sealed {
-		return
-	}
-	c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: seq, Index: idx, T: c.now(), Req: int32(last)})
-	if seq == c.seq {
-		c.reached = max(c.reached, idx)
-	}
+	c.receive(seq, 0, progress)
 }
