@@ -224,22 +224,31 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 			cause = clients.CausePurged
 		}
 	}
-	c.finish(c.now(), outcome, cause)
+	msg := ""
 	if err != nil {
-		c.mu.Lock()
-		c.hist.Calls[len(c.hist.Calls)-1].Err = err.Error()
-		c.mu.Unlock()
+		msg = err.Error()
+	}
+	c.settle(c.now(), outcome, cause, msg)
+	return outcome == clients.Completed
+}
+
+// settle ends the current call (finish) with the SDK's error, if any, and
+// schedules the application's new session after a failure as
+// client.app_reconnect says. With "never" it keeps this one: once the SDK
+// failed its connection for good (go-sdk: a 404 is mcp.ErrSessionMissing),
+// every later call fails at once without a request, or (ts-sdk) is sent
+// with the dead id, as in the model. Both SDK harnesses end calls here.
+func (c *sdkClient) settle(end int64, outcome clients.Outcome, cause clients.Cause, msg string) {
+	c.finish(end, outcome, cause)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := &c.hist.Calls[len(c.hist.Calls)-1]
+	if msg != "" {
+		call.Err = msg
 	}
 	if d, ok := c.d.d.Client.ReconnectAfter(); ok && outcome == clients.Failed && c.renewAt < 0 {
-		// The application connects a new session d after the failure. With
-		// app_reconnect = "never" it keeps this one: once the SDK failed
-		// its connection for good (a 404 is mcp.ErrSessionMissing), every
-		// later call fails at once without a request, as in the model.
-		c.mu.Lock()
-		c.renewAt = c.hist.Calls[len(c.hist.Calls)-1].End + int64(d)
-		c.mu.Unlock()
+		c.renewAt = call.End + int64(d)
 	}
-	return outcome == clients.Completed
 }
 
 // finish ends the current call: its result is a receipt on the stream open

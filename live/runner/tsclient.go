@@ -391,19 +391,7 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 	if timedOut {
 		end = deadline
 	}
-	c.finish(end, outcome, cause)
-	if msg != "" {
-		c.mu.Lock()
-		c.hist.Calls[len(c.hist.Calls)-1].Err = msg
-		c.mu.Unlock()
-	}
-	if d, ok := c.d.d.Client.ReconnectAfter(); ok && outcome == clients.Failed && c.renewAt < 0 {
-		// The application connects a new session d after the failure; with
-		// app_reconnect = "never" it keeps this one.
-		c.mu.Lock()
-		c.renewAt = c.hist.Calls[len(c.hist.Calls)-1].End + int64(d)
-		c.mu.Unlock()
-	}
+	c.settle(end, outcome, cause, msg)
 	return outcome == clients.Completed
 }
 
