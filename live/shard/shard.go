@@ -62,4 +62,3 @@ type Meta struct {
 
 // Name is the folder of shard i of n.
 func Name(i, n int) string { return fmt.Sprintf("shard-%d-of-%d", i, n) }
-
