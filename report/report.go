@@ -47,6 +47,8 @@ type Report struct {
 	// Host, in a live report, is how well the machine kept to the run's
 	// schedule, and whether it was too busy for the run to mean anything.
 	Host *Host `json:"host,omitempty"`
+	// Shards, in a report stormsim merge joined, is the shards it joined.
+	Shards *Shards `json:"shards,omitempty"`
 }
 
 // VerdictSaturated is Host.Verdict when the live engine fell behind its own
