@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -64,21 +62,9 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 	if st.Stopped {
 		return fmt.Errorf("fault: the stormsim up of %s (pid %d) has stopped", statePath, st.PID)
 	}
-	body, _ := json.Marshal(f)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Control+"/fault", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+st.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("fault: the stormsim up of %s (pid %d) does not answer: %w", statePath, st.PID, err)
-	}
-	defer resp.Body.Close()
-	var a faultAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return fmt.Errorf("fault: %s from the control endpoint, and no answer it could read: %w", resp.Status, err)
+	a, err := postFault(ctx, &st, f)
+	if a == nil {
+		return fmt.Errorf("fault: the stormsim up of %s: %w", statePath, err)
 	}
 	for _, s := range a.Applied {
 		fmt.Fprintf(env.Stdout, "applied: %s\n", s)
@@ -86,8 +72,8 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 	for _, s := range a.Later {
 		fmt.Fprintf(env.Stdout, "to come %s\n", s)
 	}
-	if a.Error != "" || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fault: %s: %s", resp.Status, a.Error)
+	if err != nil {
+		return fmt.Errorf("fault: %w", err)
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 				return nil, usageError{err}
 			}
 		}
-		rep, _, err := runEngine(ctx, "live", esc, rf, designs, sets, nil)
+		rep, _, err := runEngine(ctx, "live", esc, rf, designs, sets, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("live, seed %d: %w", esc.Seed, err)
 		}

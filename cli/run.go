@@ -12,8 +12,10 @@ import (
 
 	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/expect"
+	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/runner"
+	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -46,6 +48,10 @@ type runFlags struct {
 	target   string
 	redisURL string
 	noSat    bool
+	shard    string
+	shards   int
+	startAt  string
+	up       string
 }
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
@@ -73,12 +79,20 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&f.repeat, "seeds", 0, "run `N` seeds, seed..seed+N-1, on each engine: report.json holds each design's metrics at every seed with their mean and 95% interval (over_seeds), the table shows the means, seed-<S>/ holds each run; with --engine both, agreement compares the pooled counts (default: the expect table's seeds, else 1)")
 	fs.IntVar(&f.repeat, "repeat", 0, "the same as --seeds (`N`)")
 	fs.BoolVar(&f.noSat, "no-saturation-check", false, "live engine: give a verdict even when the host fell behind the run's schedule (report.json's host block says host_saturated; without this flag such a run exits 97)")
+	fs.StringVar(&f.shard, "shard", "", "live engine: run shard `i/N` of a run split N ways: the clients whose id % N is i, into OUT/shard-<i>-of-<N>/ for stormsim merge (docs/distributed.md)")
+	fs.IntVar(&f.shards, "shards", 0, "the same as --shard with i from $"+shard.EnvIndex+", as a Kubernetes Indexed Job sets it (`N`)")
+	fs.StringVar(&f.startAt, "start-at", "", "live engine: start the run's clock at this `time` (RFC 3339, e.g. 2026-12-01T10:00:00Z), the barrier every shard waits for; $"+shard.EnvStartAt+" stands for it")
+	fs.StringVar(&f.up, "up", "", "live engine: aim the clients at the topology of a running stormsim up, from its state `file`; the scenario's server-side faults go to up's control endpoint (by shard 0 of a sharded run), client drops stay with the clients")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
+	}
+	sh, err := shardFlags(fs, &f, env)
+	if err != nil {
+		return err
 	}
 	if f.engine != "sim" && f.engine != "live" && f.engine != "both" {
 		return usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
@@ -95,6 +109,25 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	name := pos[0]
+	if _, err := startTime(f.startAt); err != nil {
+		return err
+	}
+	var st *upState
+	if f.up != "" {
+		deadline := time.Now().Add(upWait)
+		if at, _ := startTime(f.startAt); at.After(deadline) {
+			deadline = at
+		}
+		if st, err = readUp(ctx, f.up, name, deadline); err != nil {
+			return err
+		}
+		switch {
+		case designs == nil:
+			designs = []string{st.Design}
+		case len(designs) != 1 || designs[0] != st.Design:
+			return usagef("run: --up %s serves design %s: --designs must name it alone", f.up, st.Design)
+		}
+	}
 	sets := []string(f.set)
 	if f.seed != "" {
 		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
@@ -138,6 +171,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if _, err := sc.Select(designs); err != nil {
 		return usageError{err}
+	}
+	if sh != nil {
+		return runShard(ctx, env, &f, sh, sc, designs, sets, st)
 	}
 	if !seedsGiven {
 		f.repeat = max(1, sc.ExpectSeeds)
@@ -222,7 +258,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	for _, jb := range jobs {
 		engine := jb.engine
-		rep, extra, err := runEngine(ctx, engine, jb.sc, &f, designs, jb.sets, progress)
+		rep, extra, err := runEngine(ctx, engine, jb.sc, &f, designs, jb.sets, progress, st)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -410,7 +446,7 @@ func reportSeeds(env *Env, f *runFlags, sc *scenario.Scenario, engines []string,
 
 // runEngine runs sc on one engine and returns its report and the extra
 // files it writes (a live run: results.bin and the histories).
-func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *runFlags, designs, sets []string, progress func(time.Duration)) (*report.Report, map[string][]byte, error) {
+func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *runFlags, designs, sets []string, progress func(time.Duration), st *upState) (*report.Report, map[string][]byte, error) {
 	if engine == "sim" {
 		out, err := sim.Run(ctx, sc, &sim.Options{Parallel: f.parallel, Designs: designs, Progress: progress})
 		if err != nil {
@@ -427,8 +463,16 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	out, err := runner.Run(ctx, sc, &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
-		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf, InjectLateness: inject})
+	opts := &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
+		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf, InjectLateness: inject}
+	if opts.StartAt, err = startTime(f.startAt); err != nil {
+		return nil, nil, err
+	}
+	if st != nil {
+		opts.Endpoint = st.Endpoint
+		opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
+	}
+	out, err := runner.Run(ctx, sc, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,14 +2,24 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // Part is one shard of a sharded run, as stormsim merge read it.
@@ -34,9 +44,166 @@ type MergeOptions struct {
 	Results io.Writer
 }
 
+// UpCountsFile is the counters a stormsim up writes to its logs folder
+// when it stops.
+const UpCountsFile = "counts.json"
+
+// UpCounts is counts.json: every reference replica's counters at the end,
+// the processes whose counters could not be read, or why the design keeps
+// none.
+type UpCounts struct {
+	Counts          []*replica.Counts `json:"counts"`
+	Missing         []string          `json:"missing"`
+	NotReconcilable string            `json:"not_reconcilable,omitempty"`
+}
+
 // Merge judges the union of the shards' histories as one run of sc, as if
-// one machine had run every client. parts is a complete set, checked by
-// shard.Check, in index order.
+// one machine had run every client: the same checker over every client's
+// history, the HTTP exchanges of all of them. parts is a complete set,
+// checked by shard.Check, in index order; only shard 0's fault record is
+// kept (it applied the server-side faults; each shard applied the client
+// drops to its own clients).
 func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *MergeOptions) (*Output, error) {
-	return nil, errors.New("live: merge: not yet")
+	if opts == nil {
+		opts = &MergeOptions{}
+	}
+	if len(parts) == 0 {
+		return nil, errors.New("live: merge: no shards")
+	}
+	m0 := parts[0].Meta
+	designs, err := sc.Select([]string{m0.Design})
+	if err != nil || len(designs) != 1 {
+		return nil, fmt.Errorf("live: merge: the shards ran design %q, which scenario %s does not have", m0.Design, sc.Name)
+	}
+	d := designs[0]
+	t0 := m0.StartAt
+	dr := &designRun{
+		sc: sc, d: d, t0: t0, endpoint: m0.Target, own: d.Own, tool: m0.Tool,
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1),
+	}
+	h := &check.History{}
+	owner := map[int32]int{} // client -> its shard
+	for i, p := range parts {
+		ph := p.Histories[d.Name]
+		if ph == nil {
+			return nil, fmt.Errorf("live: merge: %s holds no history of design %s", p.Dir, d.Name)
+		}
+		if i == 0 {
+			*h = check.History{Horizon: ph.Horizon, Step: ph.Step, Interval: ph.Interval, Stored: ph.Stored, NoStore: ph.NoStore,
+				HaveProduction: ph.HaveProduction, ByEventID: ph.ByEventID, Faults: ph.Faults}
+		}
+		off := int32(len(h.Requests))
+		for _, c := range ph.Calls {
+			owner[c.Client] = i
+		}
+		h.Calls = append(h.Calls, ph.Calls...)
+		h.Requests = append(h.Requests, ph.Requests...)
+		for _, r := range ph.Receipts {
+			r.Req += off
+			h.Receipts = append(h.Receipts, r)
+		}
+		for _, x := range ph.Drops {
+			x.Req += off
+			h.Drops = append(h.Drops, x)
+		}
+	}
+	in := &judgeIn{noCounts: "the shards ran against a server stormsim keeps no counters of"}
+	var notes []string
+	negative := make([]int, len(parts))
+	if opts.UpLogs != "" && d.Own == nil {
+		prod, _, err := readLogs(opts.UpLogs, t0)
+		if err != nil {
+			return nil, fmt.Errorf("live: merge: up's production logs in %s: %w", opts.UpLogs, err)
+		}
+		// An up that served clients before this run holds their events
+		// too, under the same call tokens: they are not this run's.
+		kept, before := prod[:0], 0
+		for _, p := range prod {
+			if p.T < 0 {
+				before++
+				continue
+			}
+			kept = append(kept, p)
+		}
+		if before > 0 {
+			notes = append(notes, fmt.Sprintf("up's production logs hold %d events produced before the run's start, left out: that up served other clients first, so its counters cannot be held to this run (run a fresh up per run)", before))
+		}
+		h.Produced, h.HaveProduction = kept, true
+		producedAt := map[[4]int32]int64{}
+		for _, p := range kept {
+			if !p.Start {
+				producedAt[[4]int32{p.Client, p.Seq, p.Attempt, p.Index}] = p.T
+			}
+		}
+		for _, r := range h.Receipts {
+			if at, ok := producedAt[[4]int32{r.Client, r.Seq, r.Attempt, r.Index}]; ok && r.T < at {
+				negative[owner[r.Client]]++
+			}
+		}
+		in.up = upNote(nil, nil, m0.Target, true)
+		b, err := os.ReadFile(filepath.Join(opts.UpLogs, UpCountsFile))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			in.noCounts = fmt.Sprintf("%s is not in %s yet: stormsim up writes it when it stops; merge again once it has", UpCountsFile, opts.UpLogs)
+		case err != nil:
+			return nil, fmt.Errorf("live: merge: %w", err)
+		default:
+			var c UpCounts
+			if err := json.Unmarshal(b, &c); err != nil {
+				return nil, fmt.Errorf("live: merge: %s: %w", filepath.Join(opts.UpLogs, UpCountsFile), err)
+			}
+			if c.NotReconcilable != "" {
+				in.noCounts = c.NotReconcilable
+			} else {
+				in.counts, in.noCounts = countsOf(c.Counts, c.Missing, sc, d, t0), ""
+			}
+		}
+		if before > 0 {
+			in.counts, in.noCounts = nil, "up's counters include clients from before this run"
+		}
+	} else if d.Own == nil {
+		in.up = upNote(nil, nil, m0.Target, false)
+		in.noCounts = "merged without --up-logs: the clients' side alone"
+	}
+	if d.Own == nil && d.Server == topology.ServerGoSDK {
+		in.noCounts = "the go-sdk replica keeps no counters stormsim can read: the SDK exposes no count of the events it produced or sent"
+	}
+	row, res := judgeDesign(sc, d, dr, h, in)
+
+	r := sim.Header(sc, "live")
+	blk := &report.Shards{Count: m0.Count, StartAt: m0.StartAt, StartToleranceMS: float64(opts.StartTolerance) / 1e6}
+	for i, p := range parts {
+		m := p.Meta
+		sr := report.ShardRow{Index: m.Index, Folder: p.Dir, Host: m.Host, PID: m.PID, Clients: m.Clients, Started: m.Started,
+			StartOffsetMS: m.StartOffsetMS, Late: m.StartOffsetMS > float64(opts.StartTolerance)/1e6,
+			NegativeLatencies: negative[i], FaultsApplied: m.FaultsApplied, Errors: m.Errors}
+		blk.Shards = append(blk.Shards, sr)
+		if sr.Late {
+			notes = append(notes, fmt.Sprintf("shard %d of %d (%s) started %.0f ms after the start time, beyond the tolerance of %v: its clients arrived late",
+				m.Index, m.Count, m.Host, m.StartOffsetMS, opts.StartTolerance))
+		}
+		if negative[i] > 0 {
+			notes = append(notes, fmt.Sprintf("shard %d of %d (%s): %d events received before up produced them, by the two clocks: the shard's clock is behind up's",
+				m.Index, m.Count, m.Host, negative[i]))
+		}
+		if p.Report != nil && p.Report.Host != nil && (r.Host == nil || p.Report.Host.Saturated && !r.Host.Saturated) {
+			r.Host = p.Report.Host // the run as a whole fell behind if any shard did
+		}
+	}
+	r.Shards = blk
+	row.Notes = append(row.Notes, notes...)
+	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, r.Faults)
+	r.Designs = append(r.Designs, row)
+	if opts.Results != nil {
+		enc := vegeta.NewEncoder(opts.Results)
+		for i := range res {
+			if err := enc.Encode(&res[i]); err != nil {
+				return nil, fmt.Errorf("live: merge: writing results: %w", err)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Output{Report: r, Histories: map[string]*check.History{d.Name: h}, Results: map[string]int{d.Name: len(res)}}, nil
 }

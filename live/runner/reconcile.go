@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
@@ -27,32 +28,8 @@ func serverCounts(ctx context.Context, t *topo.Topology, sc *scenario.Scenario, 
 		return nil, "no topology"
 	}
 	counts, missing := t.Counts(ctx)
+	out := countsOf(counts, missing, sc, d, t0)
 	era2026 := d.Era == "2026-07-28"
-	out := &check.ServerCounts{
-		Attempts: map[string]check.AttemptCount{}, ResultsByStream: map[string]int{}, Missing: missing,
-		Priming: d.Events != topology.EventsNone && !era2026 && d.Era != "2025-06-18",
-		Horizon: int64(sc.Duration + sc.Drain),
-	}
-	for _, f := range sc.Faults {
-		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
-			out.StoreFaults = true
-		}
-	}
-	base := t0.UnixNano()
-	for _, c := range counts {
-		for tok, cc := range c.Calls {
-			a := check.AttemptCount{Session: cc.Session, Stream: cc.Stream, Events: cc.Events, Produced: cc.Produced,
-				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: d.Events == topology.EventsMemory && !era2026, StoreFirst: cc.StoreFirst,
-				StoreGone: c.Gone}
-			if cc.Killed {
-				a.KilledAt = cc.KilledNS - base
-			}
-			out.Attempts[tok] = a
-		}
-		for s, n := range c.ResultsByStream {
-			out.ResultsByStream[s] += n
-		}
-	}
 	if d.Events == topology.EventsRedis && !era2026 {
 		if rdb := t.Redis(); rdb != nil {
 			info := map[string]check.StreamInfo{}
@@ -80,4 +57,36 @@ func reconcile(h *check.History, j *check.Judgment, sc *check.ServerCounts, why 
 		produced += int64(a.Produced)
 	}
 	return &produced, check.Reconcile(h, j, sc)
+}
+
+// countsOf turns the reference replicas' counters (and the processes whose
+// counters could not be read) into what check.Reconcile holds a history to.
+func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario, d *scenario.Design, t0 time.Time) *check.ServerCounts {
+	era2026 := d.Era == "2026-07-28"
+	out := &check.ServerCounts{
+		Attempts: map[string]check.AttemptCount{}, ResultsByStream: map[string]int{}, Missing: missing,
+		Priming: d.Events != topology.EventsNone && !era2026 && d.Era != "2025-06-18",
+		Horizon: int64(sc.Duration + sc.Drain),
+	}
+	for _, f := range sc.Faults {
+		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
+			out.StoreFaults = true
+		}
+	}
+	base := t0.UnixNano()
+	for _, c := range counts {
+		for tok, cc := range c.Calls {
+			a := check.AttemptCount{Session: cc.Session, Stream: cc.Stream, Events: cc.Events, Produced: cc.Produced,
+				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: d.Events == topology.EventsMemory && !era2026, StoreFirst: cc.StoreFirst,
+				StoreGone: c.Gone}
+			if cc.Killed {
+				a.KilledAt = cc.KilledNS - base
+			}
+			out.Attempts[tok] = a
+		}
+		for s, n := range c.ResultsByStream {
+			out.ResultsByStream[s] += n
+		}
+	}
+	return out
 }

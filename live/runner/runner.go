@@ -80,7 +80,35 @@ type Options struct {
 	// host read as saturated, deterministically. 0 in a real run.
 	InjectLateness time.Duration
 
+	// ShardIndex and ShardCount run one shard of a run split ShardCount
+	// ways: only the clients whose id % ShardCount == ShardIndex. Every
+	// draw of a client is keyed by its id, so a client behaves the same
+	// in any shard. ShardCount 0 runs every client.
+	ShardIndex, ShardCount int
+	// StartAt, if set, is the barrier every shard waits for: the run's
+	// clock starts there, not when this process is ready, so that the
+	// shards' histories share one time base. A shard that reaches it late
+	// starts at once, its clients' arrivals already due.
+	StartAt time.Time
+	// Endpoint aims the clients at a topology stormsim did not start here
+	// (a stormsim up): no topology, no production logs, no counters.
+	Endpoint string
+	// ServerFault, with Endpoint, applies a server-side fault of the
+	// schedule (at its first step, its own times from there) to the
+	// target, as shard 0 does through up's control endpoint; it returns
+	// the steps done. Nil with Endpoint records the schedule and applies
+	// nothing: the other shards.
+	ServerFault func(ctx context.Context, f faults.Fault) ([]string, error)
+
 	host *hostWatch // set by Run: the lateness of this run
+}
+
+// sharded reports whether the run is one shard of several.
+func (o *Options) sharded() bool { return o.ShardCount > 1 }
+
+// inShard reports whether client id belongs to the run's shard.
+func (o *Options) inShard(id int) bool {
+	return o.ShardCount <= 1 || id%o.ShardCount == o.ShardIndex
 }
 
 // maxRedisLogLines is how many of go-redis's own log lines a run's log
@@ -93,6 +121,15 @@ type Output struct {
 	Histories map[string]*check.History
 	// Results counts the vegeta Results written per design.
 	Results map[string]int
+	// Started is when the run's clock started (the last design's): with
+	// Options.StartAt, when this process read the barrier passed.
+	Started time.Time
+	// Clients is how many clients ran, summed over the designs.
+	Clients int
+	// FaultsApplied are the server-side fault steps ServerFault carried out.
+	FaultsApplied []string
+	// Tool is the tool an own server's clients called (the last design's).
+	Tool string
 }
 
 // liveClient is a virtual client: a native one (vclient) or one of the
@@ -181,10 +218,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		fmt.Fprintf(logTo, "live: go-redis: %s\n", msg)
 	}))()
 	par := max(opts.Parallel, 1)
-	rows := make([]report.Design, len(designs))
-	marks := make([][]report.Fault, len(designs))
-	hists := make([]*check.History, len(designs))
-	results := make([][]vegeta.Result, len(designs))
+	outs := make([]designOut, len(designs))
 	errs := make([]error, len(designs))
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
@@ -199,7 +233,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				return
 			}
 			defer func() { <-sem }()
-			rows[i], hists[i], results[i], marks[i], errs[i] = runDesign(ctx, sc, d, opts)
+			outs[i], errs[i] = runDesign(ctx, sc, d, opts)
 		}()
 	}
 	wg.Wait()
@@ -217,8 +251,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 			r.Faults[i].Label += " (fault_hook)"
 		}
 	}
-	for _, m := range marks {
-		r.Faults = append(r.Faults, m...)
+	for _, o := range outs {
+		r.Faults = append(r.Faults, o.marks...)
 	}
 	out := &Output{Report: r, Histories: map[string]*check.History{}, Results: map[string]int{}}
 	var enc vegeta.Encoder
@@ -226,13 +260,18 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		enc = vegeta.NewEncoder(opts.Results)
 	}
 	for i, d := range designs {
-		rows[i].RecoveryAfterFaultS = report.RecoveryAfterFaults(&rows[i].Series, r.Faults)
-		r.Designs = append(r.Designs, rows[i])
-		out.Histories[d.Name] = hists[i]
-		out.Results[d.Name] = len(results[i])
+		o := &outs[i]
+		o.row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&o.row.Series, r.Faults)
+		r.Designs = append(r.Designs, o.row)
+		out.Histories[d.Name] = o.h
+		out.Results[d.Name] = len(o.res)
+		out.Started = o.started
+		out.Clients += o.clients
+		out.FaultsApplied = append(out.FaultsApplied, o.applied...)
+		out.Tool = o.tool
 		if enc != nil {
-			for j := range results[i] {
-				if err := enc.Encode(&results[i][j]); err != nil {
+			for j := range o.res {
+				if err := enc.Encode(&o.res[j]); err != nil {
 					return nil, fmt.Errorf("live: writing results: %w", err)
 				}
 			}
@@ -241,23 +280,38 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	return out, nil
 }
 
+// designOut is what one design's run gives back.
+type designOut struct {
+	row     report.Design
+	h       *check.History
+	res     []vegeta.Result
+	marks   []report.Fault
+	started time.Time // when its clock started
+	clients int       // how many clients it ran
+	applied []string  // the server-side fault steps Options.ServerFault did
+	tool    string    // an own server's tool
+}
+
 // runDesign brings up the design's topology, storms it, tears it down and
 // judges the history.
-func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (report.Design, *check.History, []vegeta.Result, []report.Fault, error) {
+func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (designOut, error) {
 	logDir, err := tmpdir.Make("stormsim-live-") // removed below; a SIGKILLed run's, by the next run
 	if err != nil {
-		return report.Design{}, nil, nil, nil, err
+		return designOut{}, err
 	}
 	defer os.RemoveAll(logDir)
 	own := d.Own
 	var t *topo.Topology // nil for a server at a URL
 	endpoint := ""
-	if own != nil && own.URL != "" {
+	switch {
+	case own != nil && own.URL != "":
 		endpoint = own.URL
-	} else {
+	case own == nil && opts.Endpoint != "":
+		endpoint = opts.Endpoint // a stormsim up's
+	default:
 		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr, Counts: true})
 		if err != nil {
-			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+			return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
 		}
 		endpoint = t.Endpoint()
 	}
@@ -289,18 +343,18 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		dr.tool = own.Tool.Name
 		if dr.tool == "" {
 			if dr.tool, err = discoverTool(ctx, dr.http, endpoint, d.Era); err != nil {
-				return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+				return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
 			}
 		}
 	}
 	if n := d.Client.MaxConcurrentReconnects; n > 0 {
 		dr.reconnSem = make(chan struct{}, n)
 	}
-	if sc.ProbesFor(d) {
+	if sc.ProbesFor(d) && !opts.sharded() {
 		dr.iso = newIsolation(dr)
 	}
 	arrivals := workload.Arrivals(sc)
-	cl := make([]liveClient, len(arrivals))
+	cl := make([]liveClient, 0, len(arrivals))
 	share := d.Client.ImplShare
 	if share == 0 {
 		share = 1
@@ -308,30 +362,46 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	var tsp *tsProc
 	if d.Client.Impl == clients.ImplTSSDK {
 		if tsp, err = startTSProc(dr); err != nil {
-			return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+			return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
 		}
 		defer tsp.close()
 	}
-	for i := range cl {
+	for i := range arrivals {
+		if !opts.inShard(i) {
+			continue // another shard's client
+		}
 		if d.Client.Impl == clients.ImplGoSDK && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
-			cl[i] = newSDKClient(dr, int32(i), tr)
+			cl = append(cl, newSDKClient(dr, int32(i), tr))
 		} else if tsp != nil && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
-			cl[i] = newTSClient(dr, int32(i), tr, tsp)
+			cl = append(cl, newTSClient(dr, int32(i), tr, tsp))
 		} else {
-			cl[i] = newClient(dr, int32(i))
+			cl = append(cl, newClient(dr, int32(i)))
 		}
 	}
 	horizon := sc.Duration + sc.Drain
 	dr.t0 = time.Now()
+	started := dr.t0
+	if !opts.StartAt.IsZero() {
+		// The barrier: every shard's clock starts at StartAt.
+		tm := time.NewTimer(time.Until(opts.StartAt))
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return designOut{}, fmt.Errorf("live: design %s: waiting for the start at %s: %w", d.Name, opts.StartAt.Format(time.RFC3339Nano), ctx.Err())
+		case <-tm.C:
+		}
+		started = time.Now()
+		dr.t0 = opts.StartAt
+	}
 	runCtx, cancel := context.WithDeadline(ctx, dr.t0.Add(horizon))
 	defer cancel()
 
 	var wg sync.WaitGroup
-	for i, c := range cl {
+	for _, c := range cl {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.run(runCtx, arrivals[i])
+			c.run(runCtx, arrivals[c.ident()])
 		}()
 	}
 	if dr.iso != nil {
@@ -352,7 +422,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				cancel()
 				<-allDone
 				<-sampler.done
-				return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+				return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
 			}
 		}
 	}
@@ -366,6 +436,8 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	var hookNotes []string // guarded by hookMu
 	hooked := map[int]bool{}
 	var neverReady []neverReadySlot // written by the fault goroutine, read after faultErr
+	var serverApplied []string      // Options.ServerFault's steps: written by the fault goroutine, read after faultErr
+	sent := map[int]bool{}          // the faults sent to ServerFault
 	go func() {
 		timeline := faults.Timeline(sc.Faults, sc.FaultContext())
 		faultAt := map[int]time.Duration{} // each fault's first step
@@ -435,6 +507,35 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 					}
 					continue
 				}
+			}
+			if t == nil && own == nil && opts.Endpoint != "" {
+				// A stormsim up's topology: shard 0 has up apply the
+				// whole fault at its first step (the later steps at
+				// their own times, by up); the other shards record it.
+				switch {
+				case opts.ServerFault == nil:
+					applied = append(applied, check.Applied{At: int64(s.At), Kind: s.Describe() + " (scheduled; applied by shard 0)", Step: si, Replica: s.Replica})
+				case !sent[s.Fault]:
+					sent[s.Fault] = true
+					done, err := opts.ServerFault(runCtx, atZero(sc.Faults[s.Fault]))
+					if err != nil {
+						if runCtx.Err() != nil {
+							faultErr <- nil
+							return
+						}
+						faultErr <- fmt.Errorf("live: design %s: fault %s at %v through stormsim up: %w", d.Name, sc.Faults[s.Fault].Kind(), s.At, err)
+						cancel()
+						return
+					}
+					serverApplied = append(serverApplied, done...)
+					applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe() + " (stormsim up)", Step: si, Replica: s.Replica})
+					if opts.Log != nil {
+						fmt.Fprintf(opts.Log, "live %s: %v: %s: sent to stormsim up: %s\n", d.Name, s.At, s.Describe(), strings.Join(done, "; "))
+					}
+				default:
+					applied = append(applied, check.Applied{At: int64(s.At), Kind: s.Describe() + " (by stormsim up, at its time)", Step: si, Replica: s.Replica})
+				}
+				continue
 			}
 			if t == nil {
 				continue // refused when the scenario was loaded; nothing to act on
@@ -508,17 +609,20 @@ loop:
 		<-watch.done
 	}
 	if err := <-faultErr; err != nil {
-		return report.Design{}, nil, nil, nil, err
+		return designOut{}, err
 	}
 	if opts.Progress != nil {
 		opts.Progress(horizon - reported)
 	}
 	if err := ctx.Err(); err != nil {
-		return report.Design{}, nil, nil, nil, err
+		return designOut{}, err
 	}
 	var exits []topo.Exit
 	// The server side's own counts, read before the replicas go.
 	counts, noCounts := serverCounts(ctx, t, sc, d, dr.t0)
+	if noCounts == "no topology" && own == nil {
+		noCounts = "the replicas are a stormsim up's: stormsim merge --up-logs reconciles a run with up's counters once up has stopped"
+	}
 	if t != nil {
 		t.Close() // every replica is gone: the production logs are complete
 		exits = t.Exits()
@@ -529,7 +633,7 @@ loop:
 		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
 		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
 		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
-		HaveProduction: own == nil,
+		HaveProduction: own == nil && t != nil,
 		ByEventID:      own != nil,
 	}
 	for _, c := range cl {
@@ -548,7 +652,7 @@ loop:
 	}
 	prod, redisLines, err := readLogs(logDir, dr.t0)
 	if err != nil {
-		return report.Design{}, nil, nil, nil, fmt.Errorf("live: design %s: %w", d.Name, err)
+		return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
 	}
 	h.Produced = prod
 	if own == nil {
@@ -591,6 +695,32 @@ loop:
 	}
 	h.Faults = applied
 
+	row, res := judgeDesign(sc, d, dr, h, &judgeIn{
+		counts: counts, noCounts: noCounts, exits: exits, neverReady: neverReady, storeNotes: storeNotes, hookNotes: hookNotes, sampler: sampler,
+		sharedRedis: opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis,
+		up:          upNote(own, t, endpoint, false),
+	})
+	return designOut{row: row, h: h, res: res, marks: marks, started: started, clients: len(cl), applied: serverApplied, tool: dr.tool}, nil
+}
+
+// judgeIn is what a design's run leaves, besides its history, for judging.
+type judgeIn struct {
+	counts      *check.ServerCounts // nil: not reconcilable, for noCounts
+	noCounts    string
+	exits       []topo.Exit
+	neverReady  []neverReadySlot
+	storeNotes  []string
+	hookNotes   []string
+	sampler     *storeSampler // nil when the store was not sampled
+	sharedRedis bool          // store_bytes counts a Redis others share (--redis-url)
+	// up, when the clients aimed at a stormsim up's topology, is the note
+	// that says so and how the run was judged.
+	up string
+}
+
+// judgeDesign judges a design's history into its report row and its HTTP
+// exchanges as vegeta Results: a run's, or the union of a sharded run's.
+func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *check.History, in *judgeIn) (report.Design, []vegeta.Result) {
 	j := check.Judge(h)
 	res := vegetaResults(d.Name, dr, h)
 	var m vegeta.Metrics
@@ -606,28 +736,35 @@ loop:
 		HTTP:              &m,
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
-	row.EventsProduced, row.Reconciliation = reconcile(h, j, counts, noCounts)
+	row.EventsProduced, row.Reconciliation = reconcile(h, j, in.counts, in.noCounts)
 	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
 		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
 	}
-	if own != nil && own.URL != "" {
+	if own := d.Own; own != nil && own.URL != "" {
 		// The clients talked to the URL: no design of stormsim's, no LB.
 		row.Target, row.LB = own.URL, "none"
 		row.Mode, row.Sessions, row.Events = "own server", "own server", "own server"
 	}
-	row.Notes = append(row.Notes, storeNotes...)
-	if opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis {
+	row.Notes = append(row.Notes, in.storeNotes...)
+	if in.sharedRedis {
 		row.Notes = append(row.Notes, "store_bytes counts every stormsim event stream in the Redis given by --redis-url, other designs' and earlier runs' included")
 	}
 	switch {
-	case sampler != nil && sampler.measured:
-		sampler.fill(row.Series.StoreBytes)
+	case in.sampler != nil && in.sampler.measured:
+		in.sampler.fill(row.Series.StoreBytes)
 		row.Totals.StorePeakBytes = slices.Max(append(row.Series.StoreBytes, 0))
-	case sampler != nil && own == nil: // an own server's store is in ClientSideUnknown
+	case in.sampler != nil && d.Own == nil: // an own server's store is in ClientSideUnknown
 		row.Unknown = append(row.Unknown, "store_peak_bytes")
 		row.Notes = append(row.Notes, "store_bytes and store_peak_bytes are unknown: the go-sdk replica's in-memory event store does not report its size")
+	case in.up != "" && h.HaveProduction:
+		row.Unknown = append(row.Unknown, "store_peak_bytes", "store_peak_ops_per_s")
+	case in.up != "":
+		row.Judged, row.Unknown = report.JudgedClientSide, slices.Clone(report.ClientSideUnknown)
 	}
-	if own != nil {
+	if in.up != "" {
+		row.Notes = append(row.Notes, in.up)
+	}
+	if own := d.Own; own != nil {
 		row.Judged, row.Unknown = report.JudgedClientSide, report.ClientSideUnknown
 		notes, noProgress := ownNotes(own, dr.tool, h)
 		if noProgress {
@@ -641,16 +778,16 @@ loop:
 			}
 		}
 		row.Notes = append(row.Notes, notes...)
-		for _, x := range exits {
+		for _, x := range in.exits {
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
 		}
-		row.Notes = append(row.Notes, hookNotes...)
+		row.Notes = append(row.Notes, in.hookNotes...)
 	}
 	dr.iso.fill(&row)
-	if len(neverReady) > 0 {
-		row.ReplicasNeverReady = len(neverReady)
+	if len(in.neverReady) > 0 {
+		row.ReplicasNeverReady = len(in.neverReady)
 		row.Series.ReplicasDown = make([]int64, len(row.Series.ActiveStreams))
-		for _, nr := range neverReady {
+		for _, nr := range in.neverReady {
 			for i := range row.Series.ReplicasDown {
 				// Down at the end of step i from the fault on.
 				if float64(i+1)*row.Series.StepS > nr.from.Seconds() {
@@ -663,7 +800,7 @@ loop:
 	if n := row.UnknownNote(); n != "" {
 		row.Notes = append(row.Notes, n)
 	}
-	return row, h, res, marks, nil
+	return row, res
 }
 
 // neverReadySlot is a replica a fault started that never became ready: down

@@ -39,8 +39,9 @@ type Meta struct {
 	Seed         uint64   `json:"seed"`
 	Set          []string `json:"set,omitempty"`
 	Design       string   `json:"design"`
-	Target       string   `json:"target"`       // the URL every shard's clients aimed at
-	Up           string   `json:"up,omitempty"` // the state file of the stormsim up it ran against
+	Target       string   `json:"target"`         // the URL every shard's clients aimed at
+	Tool         string   `json:"tool,omitempty"` // an own server's tool the clients called
+	Up           string   `json:"up,omitempty"`   // the state file of the stormsim up it ran against
 	// StartAt is the barrier every shard waited for; the run's clock
 	// starts there (t0). Started is when this shard's clock read it
 	// passed; StartOffsetMS = Started - StartAt, > 0 for a late start.

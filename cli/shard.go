@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/live/runner"
+	"github.com/stormsim/stormsim/live/shard"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/sim"
+)
+
+// shardPlan is which shard of how many a run is.
+type shardPlan struct{ index, count int }
+
+// shardFlags reads --shard, --shards (with JOB_COMPLETION_INDEX), --start-at
+// (or STORMSIM_START_AT) and checks them against the other flags. It
+// returns nil for a run that is not sharded.
+func shardFlags(fs *flag.FlagSet, f *runFlags, env *Env) (*shardPlan, error) {
+	if f.startAt == "" {
+		f.startAt = os.Getenv(shard.EnvStartAt)
+	}
+	var sh *shardPlan
+	switch {
+	case f.shard != "" && visited(fs, "shards"):
+		return nil, usagef("run: --shard and --shards say the same thing: give one")
+	case f.shard != "":
+		i, n, ok := strings.Cut(f.shard, "/")
+		a, err1 := strconv.Atoi(i)
+		b, err2 := strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
+			return nil, usagef("run: --shard %q: want i/N with 0 <= i < N, e.g. 0/3", f.shard)
+		}
+		sh = &shardPlan{a, b}
+	case visited(fs, "shards"):
+		if f.shards < 1 {
+			return nil, usagef("run: --shards %d: want at least 1", f.shards)
+		}
+		v := os.Getenv(shard.EnvIndex)
+		if v == "" {
+			return nil, usagef("run: --shards %d takes the shard's index from $%s, which is not set (a Kubernetes Indexed Job sets it; else use --shard i/%d)", f.shards, shard.EnvIndex, f.shards)
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= f.shards {
+			return nil, usagef("run: $%s=%q is not an index in 0..%d for --shards %d", shard.EnvIndex, v, f.shards-1, f.shards)
+		}
+		sh = &shardPlan{i, f.shards}
+	}
+	if (sh != nil || f.up != "" || f.startAt != "") && f.engine != "live" {
+		return nil, usagef("run: --shard, --shards, --start-at and --up are for the live engine: use --engine live")
+	}
+	if f.up != "" && f.target != "" {
+		return nil, usagef("run: --up and --target both name the clients' target: give one")
+	}
+	if sh == nil {
+		return nil, nil
+	}
+	if visited(fs, "seeds") || visited(fs, "repeat") {
+		if f.repeat != 1 {
+			return nil, usagef("run: a shard runs one seed: leave out --seeds (each seed is a sharded run of its own)")
+		}
+	}
+	if sh.count > 1 {
+		if f.target == "" && f.up == "" {
+			return nil, usagef("run: the %d shards must aim at one target they share: --target URL or --up STATE (stormsim up --no-schedule)", sh.count)
+		}
+		if f.startAt == "" {
+			return nil, usagef("run: the %d shards need one start time: --start-at RFC3339 or $%s", sh.count, shard.EnvStartAt)
+		}
+	}
+	return sh, nil
+}
+
+// startTime parses --start-at; zero when not given.
+func startTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, usagef("run: --start-at %q is not an RFC 3339 time such as 2026-12-01T10:00:00Z", s)
+	}
+	return t, nil
+}
+
+// upWait is how long run --up waits for the state file of an up that is
+// still starting (a Kubernetes Deployment starting beside the Job).
+const upWait = 5 * time.Minute
+
+// readUp reads up's state file, waiting for it to appear and name a
+// running up (until deadline), and checks it serves scenario name.
+func readUp(ctx context.Context, path, name string, deadline time.Time) (*upState, error) {
+	for {
+		b, err := os.ReadFile(path)
+		var st upState
+		switch {
+		case err == nil && json.Unmarshal(b, &st) == nil && st.Endpoint != "" && st.Control != "":
+			if st.Stopped {
+				return nil, fmt.Errorf("run: --up %s: that stormsim up (pid %d) has stopped", path, st.PID)
+			}
+			if st.Scenario != name {
+				return nil, usagef("run: --up %s serves scenario %s, not %s", path, st.Scenario, name)
+			}
+			return &st, nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return nil, usagef("run: --up %s: %v", path, err)
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return nil, usagef("run: --up %s: no state file after %v: is stormsim up running with --state %s?", path, upWait, path)
+			}
+			return nil, usagef("run: --up %s is not the state file of a stormsim up", path)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// upFault has up apply fault f now, through its control endpoint; it
+// returns the steps done and those to come.
+func upFault(ctx context.Context, st *upState, f faults.Fault) ([]string, error) {
+	a, err := postFault(ctx, st, f)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(a.Applied)
+	for _, s := range a.Later {
+		out = append(out, "to come "+s)
+	}
+	return out, nil
+}
+
+// postFault sends fault f to up's control endpoint. It returns up's answer
+// (nil when none could be read) and an error when up did not apply it.
+func postFault(ctx context.Context, st *upState, f faults.Fault) (*faultAnswer, error) {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Control+"/fault", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the stormsim up (pid %d) does not answer: %w", st.PID, err)
+	}
+	defer resp.Body.Close()
+	var a faultAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		return nil, fmt.Errorf("%s from the control endpoint, and no answer it could read: %w", resp.Status, err)
+	}
+	if a.Error != "" || resp.StatusCode != http.StatusOK {
+		return &a, fmt.Errorf("%s: %s", resp.Status, a.Error)
+	}
+	return &a, nil
+}
+
+// runShard runs one shard of a sharded live run and writes its folder,
+// OUT/shard-<i>-of-<N>/, for stormsim merge. Thresholds and the
+// saturation verdict are judged on the merged run, not here.
+func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *upState) error {
+	ds, err := sc.Select(designs)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(ds) != 1 {
+		var names []string
+		for _, d := range ds {
+			names = append(names, d.Name)
+		}
+		return usagef("run: a sharded run runs one design: name it with --designs (%s has %s)", sc.Name, strings.Join(names, ", "))
+	}
+	d := ds[0]
+	startAt, err := startTime(f.startAt)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(f.file)
+	if err != nil {
+		return err
+	}
+	file, err := os.ReadFile(abs)
+	if err != nil {
+		return usagef("run: --file %s: %v", f.file, err)
+	}
+	if err := probeOut(f.out); err != nil {
+		return err
+	}
+	inject, err := injectedLateness()
+	if err != nil {
+		return usageError{err}
+	}
+	opts := &runner.Options{File: abs, Designs: []string{d.Name}, Set: sets, RedisAddr: f.redisURL,
+		ShardIndex: sh.index, ShardCount: sh.count, StartAt: startAt, InjectLateness: inject}
+	target := f.target
+	if st != nil {
+		opts.Endpoint, target = st.Endpoint, st.Endpoint
+		if sh.index == 0 {
+			opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
+		}
+	}
+	var buf, logBuf bytes.Buffer
+	opts.Results, opts.Log = &buf, &logBuf
+	if !f.quiet && !startAt.IsZero() {
+		if w := time.Until(startAt); w > 0 {
+			fmt.Fprintf(env.Stderr, "stormsim: shard %d of %d: waiting %v for the start at %s\n", sh.index, sh.count, w.Round(time.Millisecond), startAt.Format(time.RFC3339Nano))
+		}
+	}
+	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc), fmt.Sprintf("%s (live, shard %d of %d): %s", sc.Name, sh.index, sh.count, d.Name))
+	defer doneProgress()
+	opts.Progress = progress
+	out, err := runner.Run(ctx, sc, opts)
+	doneProgress()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	files, err := out.Report.Files()
+	if err != nil {
+		return err
+	}
+	hist, err := check.EncodeHistories(out.Histories)
+	if err != nil {
+		return err
+	}
+	files["results.bin"], files[check.HistoryFile], files["live.log"], files[shard.ScenarioFile] = buf.Bytes(), hist, logBuf.Bytes(), file
+	host, _ := os.Hostname()
+	if startAt.IsZero() {
+		startAt = out.Started
+	}
+	meta := &shard.Meta{
+		Index: sh.index, Count: sh.count, Scenario: sc.Name, ScenarioHash: out.Report.ScenarioHash, Seed: sc.Seed, Set: sets,
+		Design: d.Name, Target: target, Tool: out.Tool, Up: f.up,
+		StartAt: startAt, Started: out.Started, StartOffsetMS: float64(out.Started.Sub(startAt)) / 1e6, Finished: time.Now(),
+		Host: host, PID: os.Getpid(), Version: report.Version, Clients: out.Clients, FaultsApplied: out.FaultsApplied,
+	}
+	if target == "" {
+		meta.Target = "its own topology"
+	}
+	dir, err := shard.Write(f.out, meta, files)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		if err := out.Report.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nshard %d of %d: %d clients, started %.0f ms after the start time: %s\n", sh.index, sh.count, out.Clients, meta.StartOffsetMS, dir)
+		fmt.Fprintf(env.Stdout, "merge the shards with: stormsim merge %s\n", f.out)
+	}
+	return nil
+}
