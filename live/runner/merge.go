@@ -44,6 +44,10 @@ type MergeOptions struct {
 	Results io.Writer
 }
 
+// DefaultStartTolerance is how late a shard may start, by default, before
+// a merged report calls it late.
+const DefaultStartTolerance = time.Second
+
 // UpCountsFile is the counters a stormsim up writes to its logs folder
 // when it stops.
 const UpCountsFile = "counts.json"
@@ -66,6 +70,11 @@ type UpCounts struct {
 func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *MergeOptions) (*Output, error) {
 	if opts == nil {
 		opts = &MergeOptions{}
+	}
+	if opts.StartTolerance <= 0 {
+		o := *opts
+		o.StartTolerance = DefaultStartTolerance
+		opts = &o
 	}
 	if len(parts) == 0 {
 		return nil, errors.New("live: merge: no shards")
@@ -191,6 +200,9 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		}
 	}
 	r.Shards = blk
+	if sc.ProbesFor(d) {
+		notes = append(notes, "the isolation probes do not run in a sharded run (each shard would probe its own clients' sessions only): run the scenario unsharded to probe")
+	}
 	row.Notes = append(row.Notes, notes...)
 	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, r.Faults)
 	r.Designs = append(r.Designs, row)
