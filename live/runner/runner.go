@@ -103,8 +103,9 @@ type Options struct {
 	host *hostWatch // set by Run: the lateness of this run
 }
 
-// sharded reports whether the run is one shard of several.
-func (o *Options) sharded() bool { return o.ShardCount > 1 }
+// sharded reports whether the run is a shard (of one or more): its
+// clients are judged with the others by stormsim merge.
+func (o *Options) sharded() bool { return o.ShardCount > 0 }
 
 // inShard reports whether client id belongs to the run's shard.
 func (o *Options) inShard(id int) bool {
@@ -126,7 +127,8 @@ type Output struct {
 	Started time.Time
 	// Clients is how many clients ran, summed over the designs.
 	Clients int
-	// FaultsApplied are the server-side fault steps ServerFault carried out.
+	// FaultsApplied are the server-side fault steps ServerFault carried
+	// out and the fault hooks run.
 	FaultsApplied []string
 	// Tool is the tool an own server's clients called (the last design's).
 	Tool string
@@ -477,10 +479,19 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				kind := sc.Faults[s.Fault].Kind()
 				if cmd := own.FaultHook[kind]; cmd != "" {
 					// The hook replaces stormsim's own action: it runs once,
-					// at the fault's first step.
+					// at the fault's first step; in a sharded run, by shard
+					// 0 alone.
+					if opts.sharded() && opts.ShardIndex != 0 {
+						if !hooked[s.Fault] {
+							hooked[s.Fault] = true
+							applied = append(applied, check.Applied{At: int64(s.At), Kind: kind + " (fault_hook; run by shard 0)", Step: si, Replica: s.Replica})
+						}
+						continue
+					}
 					if !hooked[s.Fault] {
 						hooked[s.Fault] = true
 						applied = append(applied, check.Applied{At: dr.now(), Kind: kind + " (fault_hook)", Step: si, Replica: s.Replica})
+						serverApplied = append(serverApplied, fmt.Sprintf("%s: fault_hook %q", kind, cmd))
 						if opts.Log != nil {
 							fmt.Fprintf(opts.Log, "live %s: %v: %s: running fault_hook %q\n", d.Name, s.At, kind, cmd)
 						}
