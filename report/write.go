@@ -171,6 +171,14 @@ func (r *Report) Markdown() []byte {
 		}
 		b.WriteString("\n")
 	}
+	if sh := r.Shards; sh != nil {
+		fmt.Fprintf(&b, "## Shards\n\n%d shards from %s (a shard more than %g ms late is marked late); merged by stormsim merge.\n\n", sh.Count, sh.StartAt.Format(time.RFC3339Nano), sh.StartToleranceMS)
+		b.WriteString("| shard | host | pid | clients | start offset (ms) | late | negative latencies | faults applied |\n|---|---|---|---|---|---|---|---|\n")
+		for _, s := range sh.Shards {
+			fmt.Fprintf(&b, "| %d | %s | %d | %d | %.1f | %v | %d | %d |\n", s.Index, s.Host, s.PID, s.Clients, s.StartOffsetMS, s.Late, s.NegativeLatencies, len(s.FaultsApplied))
+		}
+		b.WriteString("\n")
+	}
 	if o := r.OverSeeds; o != nil {
 		fmt.Fprintf(&b, "## Over %d seeds (%s)\n\nThe mean of each metric ± the half-width of its 95%% interval; every seed's value is in report.json's over_seeds.\n\n", len(o.Seeds), seedRange(o.Seeds))
 		head, rows := o.SeedTableRows()

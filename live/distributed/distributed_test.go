@@ -311,6 +311,11 @@ func TestShardsMerge(t *testing.T) {
 			t.Errorf("shard %d: late %v (%.0f ms), %d negative latencies", s.Index, s.Late, s.StartOffsetMS, s.NegativeLatencies)
 		}
 	}
+	// A merged report is a report like any other: compare reads it.
+	cmp := exec.Command(bin, "compare", filepath.Dir(filepath.Join(mout, scenarioName, "latest", "report.json")), filepath.Join(mout, scenarioName, "latest"))
+	if b, err := cmp.CombinedOutput(); err != nil {
+		t.Errorf("compare of the merged run with itself: %v\n%s", err, b)
+	}
 	t.Logf("merged: %d calls, %d delivered, %d lost, %d resumes, %d 404s, %d events produced; reconciliation %+v",
 		mt.Calls, mt.EventsDelivered, mt.EventsLost, mt.Resumes, mt.HTTP404, *m.Designs[0].EventsProduced, *rec)
 
