@@ -42,7 +42,7 @@ type up struct {
 	cmd   *exec.Cmd
 	state string // its state file
 	logs  string // its logs folder
-	done  chan error
+	done  chan struct{} // closed when up has exited
 	pids  []int // every process it started, from its state file
 }
 
@@ -50,7 +50,7 @@ type up struct {
 // its state file.
 func startUp(t *testing.T, dir string) *up {
 	t.Helper()
-	u := &up{state: filepath.Join(dir, "up-state.json"), logs: filepath.Join(dir, "up-logs"), done: make(chan error, 1)}
+	u := &up{state: filepath.Join(dir, "up-state.json"), logs: filepath.Join(dir, "up-logs"), done: make(chan struct{})}
 	u.cmd = exec.Command(bin, "up", scenarioName, "--file", scenarioFile(t), "--design", "redis-shared",
 		"--no-schedule", "--state", u.state, "--logs", u.logs)
 	out, err := u.cmd.StdoutPipe()
@@ -62,7 +62,7 @@ func startUp(t *testing.T, dir string) *up {
 	if err := u.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { u.done <- u.cmd.Wait() }()
+	go func() { u.cmd.Wait(); close(u.done) }()
 	t.Cleanup(func() {
 		u.cmd.Process.Kill()
 		<-u.done
@@ -174,11 +174,20 @@ func merge(t *testing.T, args ...string) (int, string) {
 // merged reads the report merge wrote under out.
 func merged(t *testing.T, out string) *report.Report {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(out, scenarioName, "*", "report.json"))
+	files, _ := filepath.Glob(filepath.Join(out, scenarioName, "*-seed*", "report.json"))
 	if len(files) != 1 {
 		t.Fatalf("want one merged report under %s, found %v", out, files)
 	}
+	if latest := filepath.Join(out, scenarioName, "latest", "report.json"); !sameFile(files[0], latest) {
+		t.Errorf("%s is not the merged run %s", latest, files[0])
+	}
 	return readReport(t, files[0])
+}
+
+func sameFile(a, b string) bool {
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
 }
 
 func readReport(t *testing.T, path string) *report.Report {
@@ -236,6 +245,11 @@ func TestShardsMerge(t *testing.T) {
 		t.Fatalf("merge exit %d:\n%s", code, text)
 	}
 	m := merged(t, mout)
+	for _, f := range []string{"report.json", "summary.md", "series.csv", "report.html", "results.bin", "history.json.gz"} {
+		if _, err := os.Stat(filepath.Join(mout, scenarioName, "latest", f)); err != nil {
+			t.Errorf("merge wrote no %s: %v", f, err)
+		}
+	}
 	if len(m.Designs) != 1 {
 		t.Fatalf("merged report has %d designs", len(m.Designs))
 	}
@@ -353,7 +367,7 @@ func TestShardsMerge(t *testing.T) {
 		if code != 2 || !strings.Contains(text, c.want) {
 			t.Errorf("%s: merge exit %d, want 2 naming %q:\n%s", c.name, code, c.want, text)
 		}
-		if files, _ := filepath.Glob(filepath.Join(dir, "out-"+c.name, "*", "*", "report.json")); len(files) != 0 {
+		if files, _ := filepath.Glob(filepath.Join(dir, "out-"+c.name, "*", "*", "*")); len(files) != 0 {
 			t.Errorf("%s: merge refused the set but wrote %v", c.name, files)
 		}
 	}
