@@ -4,13 +4,14 @@ SCENARIO ?= deploy-restart
 OUT      ?= results
 ARGS     ?=
 REDIS    ?=
+IMAGE    ?= stormsim:dev
 BIN      := bin/stormsim
 # MEASURE runs a measuring command and writes its figures, date, machine and
 # command as that target's section of docs/measurements.md.
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build image test-deploy node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -19,6 +20,13 @@ help: ## list the targets
 
 build: ## build bin/stormsim
 	$(GO) build -o $(BIN) ./cmd/stormsim
+
+# make image: the Dockerfile's static stormsim on distroless, which deploy/k8s runs
+# (docs/distributed.md); push it where your cluster pulls from and set the manifests' image.
+image: ## build the container image IMAGE (default stormsim:dev) with docker build
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker is not installed: install Docker (or build the Dockerfile with another builder)"; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: docker cannot reach a Docker daemon (docker info fails): start one, or set DOCKER_HOST"; exit 1; }
+	docker build -t $(IMAGE) .
 
 # make node: the official MCP TypeScript SDK (node/package.json pins 1.32.2, node/package-lock.json
 # the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
