@@ -92,6 +92,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 80 s), in the stage outside live/.
+# The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
@@ -105,8 +106,15 @@ test: lint node ## lint, then every test, with the race detector on the concurre
 	stage nice -n 10 $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
 	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
 	stage nice -n 10 $(GO) test -count=1 -race ./calibrate/; \
+	stage nice -n 10 $(MAKE) --no-print-directory test-deploy; \
 	wait $$livepid || { failed=$$((failed + 1)); echo "--- FAILED: $$live"; }; \
 	if [ $$failed -gt 0 ]; then echo "make test: $$failed stage(s) failed, each marked --- FAILED above"; exit 2; fi
+
+# make test-deploy: deploy/ is a Go module of its own (the Kubernetes API types stay out of
+# stormsim's module): every manifest under deploy/k8s decoded strictly, both kustomizations
+# built, the fields a sharded run depends on checked, the start-time substitution run. About a second.
+test-deploy: ## check the Kubernetes manifests of deploy/k8s (go vet and go test in the deploy/ module)
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 test-long: ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the agreement check, the threshold sweep over seeds 1-30 and 42, the documented orderings); the nightly workflow runs it
 	$(GO) test -count=1 -timeout 60m -run '$(LONG_TESTS)' ./...
