@@ -554,8 +554,10 @@ func TestStartSubstitution(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("%s: STORMSIM_START_AT %q", dir, got)
 		}
+		// kustomize writes the placeholder unquoted, so the value after
+		// sed is a plain YAML scalar: it must still decode as the string.
 		at, err := time.Parse(time.RFC3339, got[0])
-		if err != nil || !at.Equal(time.Date(2026, 12, 1, 5, 3, 0, 0, time.UTC)) {
+		if err != nil || got[0] != startAt || !at.Equal(time.Date(2026, 12, 1, 5, 3, 0, 0, time.UTC)) {
 			t.Errorf("%s: STORMSIM_START_AT %q after the substitution: %v", dir, got[0], err)
 		}
 		if diff := cmp.Diff(strings.Replace(string(b), placeholder, startAt, 1), string(out)); diff != "" {
