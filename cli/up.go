@@ -101,7 +101,7 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer t.Close()
-	if h, _, _ := net.SplitHostPort(listen); advertise == "" && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
+	if h, _, _ := net.SplitHostPort(listen); advertise == "" && unspecified(h) {
 		u.logf("the LB listens on every interface (%s) and the state file names its address so: give --advertise HOST for other machines to reach it", listen)
 	}
 	run := u.serve(ctx, sc, ctl)

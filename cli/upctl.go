@@ -191,7 +191,7 @@ func (u *upRun) serve(ctx context.Context, sc *scenario.Scenario, ln net.Listene
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	if u.advertise != "" {
 		host = u.advertise
-	} else if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+	} else if unspecified(host) {
 		u.logf("the control endpoint listens on every interface (%s) and the state file names it so: give --advertise HOST for other machines to reach it", ln.Addr())
 	}
 	if !isLoopback(ln.Addr()) {
@@ -202,6 +202,13 @@ func (u *upRun) serve(ctx context.Context, sc *scenario.Scenario, ln net.Listene
 	u.writeState()
 	u.mu.Unlock()
 	return u.run
+}
+
+// unspecified reports whether a listening host means every interface:
+// empty, 0.0.0.0 or ::.
+func unspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // isLoopback reports whether a listening address is on loopback alone.
@@ -227,8 +234,8 @@ func checkListen(flag, addr string) error {
 	return nil
 }
 
-// checkAdvertise refuses an --advertise that is not a bare host: a URL,
-// host:port or an empty name. The ports are those up listens on.
+// checkAdvertise refuses an --advertise that is not a bare host (a URL,
+// host:port); empty means none. The ports are those up listens on.
 func checkAdvertise(host string) error {
 	switch {
 	case host == "":
