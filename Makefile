@@ -4,13 +4,14 @@ SCENARIO ?= deploy-restart
 OUT      ?= results
 ARGS     ?=
 REDIS    ?=
+IMAGE    ?= stormsim:dev
 BIN      := bin/stormsim
 # MEASURE runs a measuring command and writes its figures, date, machine and
 # command as that target's section of docs/measurements.md.
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build image test-deploy node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -19,6 +20,13 @@ help: ## list the targets
 
 build: ## build bin/stormsim
 	$(GO) build -o $(BIN) ./cmd/stormsim
+
+# make image: the Dockerfile's static stormsim on distroless, which deploy/k8s runs
+# (docs/distributed.md); push it where your cluster pulls from and set the manifests' image.
+image: ## build the container image IMAGE (default stormsim:dev) with docker build
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker is not installed: install Docker (or build the Dockerfile with another builder)"; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: docker cannot reach a Docker daemon (docker info fails): start one, or set DOCKER_HOST"; exit 1; }
+	docker build -t $(IMAGE) .
 
 # make node: the official MCP TypeScript SDK (node/package.json pins 1.32.2, node/package-lock.json
 # the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
@@ -84,6 +92,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 80 s), in the stage outside live/.
+# The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
@@ -97,8 +106,15 @@ test: lint node ## lint, then every test, with the race detector on the concurre
 	stage nice -n 10 $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
 	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
 	stage nice -n 10 $(GO) test -count=1 -race ./calibrate/; \
+	stage nice -n 10 $(MAKE) --no-print-directory test-deploy; \
 	wait $$livepid || { failed=$$((failed + 1)); echo "--- FAILED: $$live"; }; \
 	if [ $$failed -gt 0 ]; then echo "make test: $$failed stage(s) failed, each marked --- FAILED above"; exit 2; fi
+
+# make test-deploy: deploy/ is a Go module of its own (the Kubernetes API types stay out of
+# stormsim's module): every manifest under deploy/k8s decoded strictly, both kustomizations
+# built, the fields a sharded run depends on checked, the start-time substitution run. About a second.
+test-deploy: ## check the Kubernetes manifests of deploy/k8s (go vet and go test in the deploy/ module)
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 test-long: ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the agreement check, the threshold sweep over seeds 1-30 and 42, the documented orderings); the nightly workflow runs it
 	$(GO) test -count=1 -timeout 60m -run '$(LONG_TESTS)' ./...

@@ -31,10 +31,11 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 	var hard, persistent bool
 	var downtime, restartAfter time.Duration
 	fs := newFlags(env, "fault", faultUsage,
-		"Apply one fault now to the topology of a running `stormsim up`, through its control endpoint (loopback\n"+
-			"only; its address and token are in up's state file). The fault is the scenario's fault of that kind\n"+
-			"(docs/reference.md, \"Fault kinds\"), carried out by the same code as a scheduled one; up's log and\n"+
-			"state file show it. Prints each step done, and those still to come.")
+		"Apply one fault now to the topology of a running `stormsim up`, through its control endpoint (on\n"+
+			"loopback unless up's --control-listen says otherwise; its address and token are in up's state file).\n"+
+			"The fault is the scenario's fault of that kind (docs/reference.md, \"Fault kinds\"), carried out by the\n"+
+			"same code as a scheduled one; up's log and state file show it. Prints each step done, and those still\n"+
+			"to come.")
 	fs.StringVar(&statePath, "up", "", "the state `file` of the stormsim up to fault (its --state; state.json in its logs folder by default)")
 	fs.BoolVar(&hard, "hard", false, "restart: kill the process instead of draining it")
 	fs.DurationVar(&downtime, "downtime", 0, "restart: how long the slot stays without a process")

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,7 +19,7 @@ func init() {
 }
 
 func upCmd(ctx context.Context, env *Env, args []string) error {
-	var file, design, redisAddr, statePath, logDir string
+	var file, design, redisAddr, statePath, logDir, listen, controlListen, advertise string
 	var once, noSchedule bool
 	var set listFlag
 	fs := newFlags(env, "up", "SCENARIO --design NAME [flags]",
@@ -35,6 +37,9 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&noSchedule, "no-schedule", false, "do not apply the scenario's fault schedule: faults come from outside (stormsim fault)")
 	fs.StringVar(&statePath, "state", "", "write the topology's state as JSON to `file`, kept current (default: state.json in the logs folder)")
 	fs.StringVar(&logDir, "logs", "", "`folder` for the production logs, the up log and the counters (default: a new folder under the temporary directory)")
+	fs.StringVar(&listen, "listen", "127.0.0.1:0", "`address` (host:port) the load balancer listens on; 0.0.0.0:8080 serves clients on other machines")
+	fs.StringVar(&controlListen, "control-listen", "127.0.0.1:0", "`address` (host:port) of the control endpoint stormsim fault talks to; anything but loopback opens it to the network, guarded by the state file's token alone")
+	fs.StringVar(&advertise, "advertise", "", "`host` to write into the state file's endpoint and control URLs (and print) instead of the listening host, as clients elsewhere reach it (a Service name)")
 	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -42,6 +47,15 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pos) != 1 || design == "" {
 		return usagef("up: want SCENARIO and --design")
+	}
+	if err := checkListen("listen", listen); err != nil {
+		return err
+	}
+	if err := checkListen("control-listen", controlListen); err != nil {
+		return err
+	}
+	if err := checkAdvertise(advertise); err != nil {
+		return err
 	}
 	sc, d, err := designOf(file, pos[0], design, set)
 	if err != nil {
@@ -64,30 +78,39 @@ func upCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	u.advertise = advertise
 	defer u.close()
 	u.state.Scenario, u.state.Design = sc.Name, d.Name
 	u.logf("logs in %s", logDir)
 
+	ctl, err := listenControl(controlListen)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
 	abs, _ := filepath.Abs(file)
 	t, err := topo.Start(ctx, sc, d, &topo.Options{
-		File: abs, RedisAddr: redisAddr, LogDir: logDir, Set: set, Counts: true, Detach: true,
+		File: abs, RedisAddr: redisAddr, LogDir: logDir, Set: set, Counts: true, Detach: true, Listen: listen,
 		Health: &lb.Health{Interval: sc.HealthCheck.Interval, Threshold: sc.HealthCheck.Threshold},
 		Notify: u.changed,
 	})
+	if errors.Is(err, topo.ErrListen) {
+		return fmt.Errorf("up: --listen %s: %w", listen, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	run, err := u.serve(ctx, sc)
-	if err != nil {
-		return err
+	if h, _, _ := net.SplitHostPort(listen); advertise == "" && unspecified(h) {
+		u.logf("the LB listens on every interface (%s) and the state file names its address so: give --advertise HOST for other machines to reach it", listen)
 	}
+	run := u.serve(ctx, sc, ctl)
 	fmt.Fprintf(env.Stdout, "logs: %s\nstate: %s\ncontrol: %s\n", logDir, statePath, u.state.Control)
 	if pid := t.RedisPID(); pid != 0 {
 		fmt.Fprintf(env.Stdout, "redis pid %d %s\n", pid, t.RedisAddr())
 	}
 	u.setTopology(t) // prints a line per slot
-	fmt.Fprintf(env.Stdout, "endpoint: %s\n", t.Endpoint())
+	fmt.Fprintf(env.Stdout, "endpoint: %s\n", u.state.Endpoint)
 	if f, ok := env.Stdout.(*os.File); ok {
 		f.Sync()
 	}

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,8 +32,9 @@ type upState struct {
 	Design   string `json:"design"`
 	PID      int    `json:"pid"` // stormsim up's own
 	Endpoint string `json:"endpoint"`
-	// Control is the control endpoint, on loopback only; requests carry
-	// Token as a bearer token.
+	// Control is the control endpoint (loopback unless --control-listen
+	// says otherwise); requests carry Token as a bearer token. Endpoint
+	// and Control name the --advertise host when there is one.
 	Control string `json:"control"`
 	Token   string `json:"token"`
 	Logs    string `json:"logs"`
@@ -66,6 +69,7 @@ type upRun struct {
 	wg        sync.WaitGroup // faults in progress
 	hs        *http.Server
 	sc        *scenario.Scenario
+	advertise string // the host the state file names, when not the listening one
 
 	logMu sync.Mutex
 	log   *os.File
@@ -119,6 +123,9 @@ func (u *upRun) setTopology(t *topo.Topology) {
 	defer u.mu.Unlock()
 	u.t = t
 	u.state.Endpoint = t.Endpoint()
+	if u.advertise != "" {
+		u.state.Endpoint = t.EndpointAt(u.advertise)
+	}
 	if pid := t.RedisPID(); pid != 0 {
 		u.state.Redis = &struct {
 			PID  int    `json:"pid"`
@@ -161,24 +168,84 @@ func (u *upRun) writeState() {
 	}
 }
 
-// serve starts the control endpoint on a loopback port and returns the
-// context the schedule and the faults run under.
-func (u *upRun) serve(ctx context.Context, sc *scenario.Scenario) (context.Context, error) {
+// listenControl opens the control endpoint's socket on addr (up's
+// --control-listen) before anything starts, so that an address up cannot
+// listen on starts nothing; serve serves it.
+func listenControl(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("up: --control-listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serve serves the control endpoint on ln and returns the context the
+// schedule and the faults run under.
+func (u *upRun) serve(ctx context.Context, sc *scenario.Scenario, ln net.Listener) context.Context {
 	u.sc = sc
 	u.run, u.stop = context.WithCancel(ctx)
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
-	if err != nil {
-		return nil, fmt.Errorf("up: the control endpoint: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /fault", u.faultHandler)
 	u.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go u.hs.Serve(ln) //nolint:errcheck // ends at finish
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if u.advertise != "" {
+		host = u.advertise
+	} else if unspecified(host) {
+		u.logf("the control endpoint listens on every interface (%s) and the state file names it so: give --advertise HOST for other machines to reach it", ln.Addr())
+	}
+	if !isLoopback(ln.Addr()) {
+		u.logf("the control endpoint %s is open to the network: the state file's token alone guards it", ln.Addr())
+	}
 	u.mu.Lock()
-	u.state.Control = "http://" + ln.Addr().String()
+	u.state.Control = "http://" + net.JoinHostPort(host, port)
 	u.writeState()
 	u.mu.Unlock()
-	return u.run, nil
+	return u.run
+}
+
+// unspecified reports whether a listening host means every interface:
+// empty, 0.0.0.0 or ::.
+func unspecified(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+// isLoopback reports whether a listening address is on loopback alone.
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// checkListen refuses a listening address of flag that is not host:port
+// with a port number (0 for a free one); the host may be empty (every
+// interface), an IP or a name.
+func checkListen(flag, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("up: --%s %q: want host:port (127.0.0.1:0, 0.0.0.0:8080, :8080): %v", flag, addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usagef("up: --%s %q: the port %q is not a number from 0 to 65535", flag, addr, port)
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return usagef("up: --%s %q: the host %q is not a host name or an IP address", flag, addr, host)
+	}
+	return nil
+}
+
+// checkAdvertise refuses an --advertise that is not a bare host (a URL,
+// host:port); empty means none. The ports are those up listens on.
+func checkAdvertise(host string) error {
+	switch {
+	case host == "":
+		return nil
+	case strings.Contains(host, "://") || strings.ContainsAny(host, "/ ?#@"):
+		return usagef("up: --advertise %q: want a host name or an IP address, not a URL (the ports are those of --listen and --control-listen)", host)
+	case strings.Contains(host, ":") && net.ParseIP(host) == nil:
+		return usagef("up: --advertise %q: want a host alone, without a port (the ports are those of --listen and --control-listen)", host)
+	}
+	return nil
 }
 
 // apply carries out one fault step with the topology's own code, the one a

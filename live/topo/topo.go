@@ -65,6 +65,10 @@ type Options struct {
 	// or putting it back), one line at a time, in order, from one
 	// goroutine: "slot 1 pid 1234 exited: signal: killed".
 	Notify func(string)
+	// Listen is the address the LB listens on (host:port); 127.0.0.1:0,
+	// loopback on a free port, when empty. The replicas and Redis stay on
+	// loopback whatever it says: only the LB faces the clients.
+	Listen string
 	// Detach starts each reference replica in a process group of its
 	// own, so that a terminal's Ctrl-C, sent to the foreground group,
 	// reaches the caller alone, which then stops the replicas in order
@@ -139,6 +143,17 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 	if d.Own != nil && d.Own.URL != "" {
 		return nil, fmt.Errorf("topo: design %s: server.url names a server stormsim does not run; there is no topology to start", d.Name)
 	}
+	// The LB's socket first, so that an address it cannot listen on
+	// starts nothing; it serves once every replica is up.
+	listen := t.opts.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w on %s: %v", ErrListen, listen, err)
+	}
+	t.ln = ln
 	if d.Own == nil && (d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared) {
 		if t.opts.RedisAddr != "" {
 			t.raddr = t.opts.RedisAddr // a URL or host:port, passed on as given
@@ -180,10 +195,6 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 			return nil, err
 		}
 	}
-	t.ln, err = net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
 	mux := http.NewServeMux()
 	mux.Handle(t.path(), t.bal)
 	t.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -192,8 +203,17 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 	return t, nil
 }
 
-// Endpoint is the MCP URL of the load balancer.
+// Endpoint is the MCP URL of the load balancer, with the address it
+// listens on.
 func (t *Topology) Endpoint() string { return "http://" + t.ln.Addr().String() + t.path() }
+
+// EndpointAt is Endpoint with host in place of the address the LB listens
+// on (the port kept): the URL to give clients on other machines when the LB
+// listens on all interfaces.
+func (t *Topology) EndpointAt(host string) string {
+	_, port, _ := net.SplitHostPort(t.ln.Addr().String())
+	return "http://" + net.JoinHostPort(host, port) + t.path()
+}
 
 // path is the MCP endpoint's path: the own server's, or /mcp.
 func (t *Topology) path() string {
@@ -330,6 +350,10 @@ func (t *Topology) signal(slot int, sig syscall.Signal) bool {
 	return true
 }
 
+// ErrListen is returned by Start when the LB cannot listen on
+// Options.Listen.
+var ErrListen = errors.New("topo: the LB cannot listen")
+
 // ErrNotOurs is returned for a store fault on a Redis stormsim did not start.
 var ErrNotOurs = errors.New("topo: refusing to stop or restart a Redis stormsim did not start")
 
@@ -446,6 +470,8 @@ func (t *Topology) RedisAddr() string { return t.raddr }
 func (t *Topology) Close() error {
 	if t.hs != nil {
 		t.hs.Close()
+	} else if t.ln != nil {
+		t.ln.Close() // Start failed before the LB served
 	}
 	if t.stop != nil {
 		t.stop()
