@@ -79,6 +79,16 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	case f.tolerance < 0:
 		return usagef("merge: --start-tolerance %s: want 0 or more", f.tolerance)
 	}
+	if f.wait > 0 {
+		if err := shard.Wait(ctx, pos, f.expect, f.wait, mergePoll); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("merge: %w", err)
+		}
+	}
+	// up's logs folder is looked at once the shards are done: a merge Job
+	// starts beside up, which may not have made it yet.
 	if f.upLogs != "" {
 		st, err := os.Stat(f.upLogs)
 		if err != nil {
@@ -86,14 +96,6 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		if !st.IsDir() {
 			return usagef("merge: --up-logs %s is not a folder (give the logs folder stormsim up named at start)", f.upLogs)
-		}
-	}
-	if f.wait > 0 {
-		if err := shard.Wait(ctx, pos, f.expect, f.wait, mergePoll); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("merge: %w", err)
 		}
 	}
 	found, err := shard.Discover(pos)

@@ -279,7 +279,7 @@ func TestShardsMerge(t *testing.T) {
 	if clients != 150 {
 		t.Errorf("the shards ran %d clients between them, want the scenario's 150", clients)
 	}
-	if mt.Calls < 300 || mt.EventsDelivered < 3000 || mt.Resumes == 0 || mt.HTTP404 == 0 {
+	if mt.Calls < 300 || mt.EventsDelivered < 3000 || mt.Resumes == 0 || mt.Drops == 0 {
 		t.Errorf("too little happened to judge: %+v", mt)
 	}
 	// Sanity (identities of the checker, not evidence): conservation.
