@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -44,17 +44,6 @@ type upState struct {
 	} `json:"redis,omitempty"`
 	Replicas []topo.SlotState `json:"replicas"`
 	Stopped  bool             `json:"stopped"`
-}
-
-// upCounts is counts.json in up's logs folder: every reference replica's
-// counters at the end (those read before a hard stop, those a drain left,
-// those of the replicas still running, their production stopped first),
-// the processes whose counters could not be read, or why the design keeps
-// none.
-type upCounts struct {
-	Counts          []*replica.Counts `json:"counts"`
-	Missing         []string          `json:"missing"`
-	NotReconcilable string            `json:"not_reconcilable,omitempty"`
 }
 
 // upRun is one `stormsim up`: its log, state file and control endpoint.
@@ -374,13 +363,13 @@ func (u *upRun) finish(t *topo.Topology) error {
 	defer u.applyMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var c upCounts
+	var c runner.UpCounts
 	c.Counts, c.Missing = t.Counts(ctx)
 	if c.Counts == nil && c.Missing == nil {
 		c.NotReconcilable = "this design's replicas keep no counters stormsim can read (the go-sdk replica, a server you bring)"
 	}
 	b, _ := json.MarshalIndent(&c, "", "  ")
-	path := filepath.Join(u.state.Logs, "counts.json")
+	path := filepath.Join(u.state.Logs, runner.UpCountsFile)
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		u.logf("writing the counters: %v", err)
 	}
