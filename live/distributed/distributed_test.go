@@ -40,10 +40,10 @@ func scenarioFile(t *testing.T) string {
 // up is a running `stormsim up --no-schedule`.
 type up struct {
 	cmd   *exec.Cmd
-	state string // its state file
-	logs  string // its logs folder
+	state string        // its state file
+	logs  string        // its logs folder
 	done  chan struct{} // closed when up has exited
-	pids  []int // every process it started, from its state file
+	pids  []int         // every process it started, from its state file
 }
 
 // startUp starts stormsim up on the test scenario's design and waits for
