@@ -147,3 +147,20 @@ type History struct {
 	Produced []Produced
 	Faults   []Applied
 }
+
+// Join appends o's calls, requests, receipts and drops to h, renumbering
+// o's references to its requests: the histories of several clients, or of
+// several shards' clients, as one.
+func (h *History) Join(o *History) {
+	off := int32(len(h.Requests))
+	h.Calls = append(h.Calls, o.Calls...)
+	h.Requests = append(h.Requests, o.Requests...)
+	for _, r := range o.Receipts {
+		r.Req += off
+		h.Receipts = append(h.Receipts, r)
+	}
+	for _, x := range o.Drops {
+		x.Req += off
+		h.Drops = append(h.Drops, x)
+	}
+}

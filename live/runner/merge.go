@@ -101,20 +101,10 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 			*h = check.History{Horizon: ph.Horizon, Step: ph.Step, Interval: ph.Interval, Stored: ph.Stored, NoStore: ph.NoStore,
 				HaveProduction: ph.HaveProduction, ByEventID: ph.ByEventID, Faults: ph.Faults}
 		}
-		off := int32(len(h.Requests))
 		for _, c := range ph.Calls {
 			owner[c.Client] = i
 		}
-		h.Calls = append(h.Calls, ph.Calls...)
-		h.Requests = append(h.Requests, ph.Requests...)
-		for _, r := range ph.Receipts {
-			r.Req += off
-			h.Receipts = append(h.Receipts, r)
-		}
-		for _, x := range ph.Drops {
-			x.Req += off
-			h.Drops = append(h.Drops, x)
-		}
+		h.Join(ph)
 	}
 	in := &judgeIn{noCounts: "the shards ran against a server stormsim keeps no counters of"}
 	var notes []string

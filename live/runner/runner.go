@@ -648,18 +648,7 @@ loop:
 		ByEventID:      own != nil,
 	}
 	for _, c := range cl {
-		ch := c.history()
-		off := int32(len(h.Requests))
-		h.Calls = append(h.Calls, ch.Calls...)
-		h.Requests = append(h.Requests, ch.Requests...)
-		for _, r := range ch.Receipts {
-			r.Req += off
-			h.Receipts = append(h.Receipts, r)
-		}
-		for _, x := range ch.Drops {
-			x.Req += off
-			h.Drops = append(h.Drops, x)
-		}
+		h.Join(c.history())
 	}
 	prod, redisLines, err := readLogs(logDir, dr.t0)
 	if err != nil {
