@@ -339,6 +339,8 @@ func TestShardsMerge(t *testing.T) {
 	t.Logf("merged: %d calls, %d delivered, %d lost, %d resumes, %d 404s, %d events produced; reconciliation %+v",
 		mt.Calls, mt.EventsDelivered, mt.EventsLost, mt.Resumes, mt.HTTP404, *m.Designs[0].EventsProduced, *rec)
 
+	lateShard(t, out, dir)
+
 	// Acceptance 3: each broken set makes merge exit 2, naming the problem.
 	broken := func(name string, edit func(dir string)) string {
 		d := filepath.Join(dir, "broken-"+name)
@@ -376,6 +378,37 @@ func TestShardsMerge(t *testing.T) {
 		if files, _ := filepath.Glob(filepath.Join(dir, "out-"+c.name, "*", "*", "*")); len(files) != 0 {
 			t.Errorf("%s: merge refused the set but wrote %v", c.name, files)
 		}
+	}
+}
+
+// lateShard merges a copy of the set in out whose shard 1 says it started
+// 2.5 s after the barrier: merge goes on, and the report marks the shard
+// late and says so, rather than averaging it away.
+func lateShard(t *testing.T, out, dir string) {
+	t.Helper()
+	d := filepath.Join(dir, "late")
+	if err := os.CopyFS(d, os.DirFS(out)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(d, shard.Name(1, 3))
+	m := readMeta(t, p)
+	m.StartOffsetMS = 2500
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(p, shard.MetaFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mout := filepath.Join(dir, "merged-late")
+	if code, text := merge(t, "--out", mout, d); code != 0 {
+		t.Fatalf("merge of a set with a late shard: exit %d:\n%s", code, text)
+	}
+	r := merged(t, mout)
+	for _, s := range r.Shards.Shards {
+		if s.Late != (s.Index == 1) {
+			t.Errorf("shard %d: late %v at %.0f ms", s.Index, s.Late, s.StartOffsetMS)
+		}
+	}
+	if n := strings.Join(r.Designs[0].Notes, "\n"); !strings.Contains(n, "shard 1 of 3") || !strings.Contains(n, "started 2500 ms after the start time") {
+		t.Errorf("no note names the late shard:\n%s", n)
 	}
 }
 
