@@ -257,6 +257,11 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 		StartAt: startAt, Started: out.Started, StartOffsetMS: float64(out.Started.Sub(startAt)) / 1e6, Finished: time.Now(),
 		Host: host, PID: os.Getpid(), Version: report.Version, Clients: out.Clients, FaultsApplied: out.FaultsApplied,
 	}
+	if h := out.Report.Host; h != nil && h.Saturated {
+		// Not the shard's verdict to give (merge judges the run), but the
+		// shards block says which shard's host fell behind.
+		meta.Errors = append(meta.Errors, "host saturated: "+strings.Join(h.Reasons, "; "))
+	}
 	if target == "" {
 		meta.Target = "its own topology"
 	}

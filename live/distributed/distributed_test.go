@@ -132,7 +132,7 @@ func (u *up) stop(t *testing.T) {
 // runShards runs n shards as n processes, each told its index by
 // JOB_COMPLETION_INDEX as a Kubernetes Indexed Job tells its pods, from one
 // start time a few seconds ahead.
-func runShards(t *testing.T, u *up, n int, out string, sets ...string) {
+func runShards(t *testing.T, u *up, n int, out string, env func(i int) []string, sets ...string) {
 	t.Helper()
 	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -146,6 +146,9 @@ func runShards(t *testing.T, u *up, n int, out string, sets ...string) {
 			cmds[i].Args = append(cmds[i].Args, "--set", kv)
 		}
 		cmds[i].Env = append(os.Environ(), shard.EnvIndex+"="+fmt.Sprint(i), shard.EnvStartAt+"="+start)
+		if env != nil {
+			cmds[i].Env = append(cmds[i].Env, env(i)...)
+		}
 		outs[i] = &bytes.Buffer{}
 		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
 		if err := cmds[i].Start(); err != nil {
@@ -232,7 +235,16 @@ func TestShardsMerge(t *testing.T) {
 	dir := t.TempDir()
 	u := startUp(t, dir)
 	out := filepath.Join(dir, "run")
-	runShards(t, u, 3, out)
+	// Shard 2's host reads as saturated (the live engine's test hook adds
+	// lateness to its samples alone; it changes nothing the clients do):
+	// the merged run then gives no verdict, exit 97, unless
+	// --no-saturation-check, and the shards block names the shard.
+	runShards(t, u, 3, out, func(i int) []string {
+		if i == 2 {
+			return []string{"STORMSIM_INJECT_LATENESS=2s"}
+		}
+		return nil
+	})
 	u.stop(t)
 
 	var parts []*report.Report
@@ -245,8 +257,11 @@ func TestShardsMerge(t *testing.T) {
 			t.Errorf("shard %d: no done marker: %v", i, err)
 		}
 	}
+	if code, text := merge(t, "--out", filepath.Join(dir, "saturated"), "--up-logs", u.logs, out); code != 97 {
+		t.Errorf("merge of a set with a saturated shard: exit %d, want 97:\n%s", code, text)
+	}
 	mout := filepath.Join(dir, "merged")
-	code, text := merge(t, "--out", mout, "--up-logs", u.logs, out)
+	code, text := merge(t, "--out", mout, "--up-logs", u.logs, "--no-saturation-check", out)
 	if code != 0 {
 		t.Fatalf("merge exit %d:\n%s", code, text)
 	}
@@ -330,6 +345,12 @@ func TestShardsMerge(t *testing.T) {
 		if s.Late || s.NegativeLatencies != 0 {
 			t.Errorf("shard %d: late %v (%.0f ms), %d negative latencies", s.Index, s.Late, s.StartOffsetMS, s.NegativeLatencies)
 		}
+		if saturated := len(s.Errors) > 0 && strings.HasPrefix(s.Errors[0], "host saturated: "); saturated != (s.Index == 2) {
+			t.Errorf("shard %d: errors %q", s.Index, s.Errors)
+		}
+	}
+	if m.Host == nil || !m.Host.Saturated {
+		t.Errorf("the merged run's host block does not carry shard 2's saturation: %+v", m.Host)
 	}
 	// A merged report is a report like any other: compare reads it.
 	cmp := exec.Command(bin, "compare", filepath.Dir(filepath.Join(mout, scenarioName, "latest", "report.json")), filepath.Join(mout, scenarioName, "latest"))
@@ -398,7 +419,7 @@ func lateShard(t *testing.T, out, dir string) {
 		t.Fatal(err)
 	}
 	mout := filepath.Join(dir, "merged-late")
-	if code, text := merge(t, "--out", mout, d); code != 0 {
+	if code, text := merge(t, "--out", mout, "--no-saturation-check", d); code != 0 {
 		t.Fatalf("merge of a set with a late shard: exit %d:\n%s", code, text)
 	}
 	r := merged(t, mout)
@@ -425,7 +446,7 @@ func TestShardsAgree(t *testing.T) {
 		dir := t.TempDir()
 		u := startUp(t, dir, sets...)
 		out := filepath.Join(dir, "run")
-		runShards(t, u, n, out, sets...)
+		runShards(t, u, n, out, nil, sets...)
 		u.stop(t)
 		mout := filepath.Join(dir, "merged")
 		if code, text := merge(t, "--out", mout, "--up-logs", u.logs, out); code != 0 {
