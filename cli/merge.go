@@ -154,18 +154,9 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	for _, n := range notes {
 		rep.Notes = append(rep.Notes, "merge: "+n)
 	}
-	files, err := rep.Files()
+	files, err := runFiles(rep, !f.noCharts)
 	if err != nil {
 		return err
-	}
-	if !f.noCharts {
-		charts, err := plots.Render(rep)
-		if err != nil {
-			return err
-		}
-		for name, data := range charts {
-			files[name] = data
-		}
 	}
 	hist, err := check.EncodeHistories(out.Histories)
 	if err != nil {

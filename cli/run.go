@@ -268,21 +268,12 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			}
 			return err
 		}
-		ef, err := rep.Files()
+		ef, err := runFiles(rep, !f.noCharts)
 		if err != nil {
 			return err
 		}
 		for k, v := range extra {
 			ef[k] = v
-		}
-		if !f.noCharts {
-			charts, err := plots.Render(rep)
-			if err != nil {
-				return err
-			}
-			for name, data := range charts {
-				ef[name] = data
-			}
 		}
 		for k, v := range ef {
 			files[jb.prefix+k] = v
@@ -481,6 +472,24 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 		return nil, nil, err
 	}
 	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil
+}
+
+// runFiles are the files of a run's folder that its report makes:
+// report.json, summary.md, series.csv and, with charts, the charts and
+// report.html. A merged run's folder holds the same.
+func runFiles(rep *report.Report, charts bool) (map[string][]byte, error) {
+	files, err := rep.Files()
+	if err != nil || !charts {
+		return files, err
+	}
+	c, err := plots.Render(rep)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range c {
+		files[name] = data
+	}
+	return files, nil
 }
 
 func listCmd(ctx context.Context, env *Env, args []string) error {

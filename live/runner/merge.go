@@ -139,7 +139,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 				negative[owner[r.Client]]++
 			}
 		}
-		in.up = upNote(nil, nil, m0.Target, true)
+		in.up = upNote(m0.Target, true)
 		b, err := os.ReadFile(filepath.Join(opts.UpLogs, UpCountsFile))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -161,7 +161,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 			in.counts, in.noCounts = nil, "up's counters include clients from before this run"
 		}
 	} else if d.Own == nil {
-		in.up = upNote(nil, nil, m0.Target, false)
+		in.up = upNote(m0.Target, false)
 		in.noCounts = "merged without --up-logs: the clients' side alone"
 	}
 	if d.Own == nil && d.Server == topology.ServerGoSDK {

@@ -528,7 +528,11 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 					applied = append(applied, check.Applied{At: int64(s.At), Kind: s.Describe() + " (scheduled; applied by shard 0)", Step: si, Replica: s.Replica})
 				case !sent[s.Fault]:
 					sent[s.Fault] = true
-					done, err := opts.ServerFault(runCtx, atZero(sc.Faults[s.Fault]))
+					f, err := atZero(sc.Faults[s.Fault])
+					var done []string
+					if err == nil {
+						done, err = opts.ServerFault(runCtx, f)
+					}
 					if err != nil {
 						if runCtx.Err() != nil {
 							faultErr <- nil
@@ -695,11 +699,14 @@ loop:
 	}
 	h.Faults = applied
 
-	row, res := judgeDesign(sc, d, dr, h, &judgeIn{
+	in := &judgeIn{
 		counts: counts, noCounts: noCounts, exits: exits, neverReady: neverReady, storeNotes: storeNotes, hookNotes: hookNotes, sampler: sampler,
 		sharedRedis: opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis,
-		up:          upNote(own, t, endpoint, false),
-	})
+	}
+	if own == nil && t == nil {
+		in.up = upNote(endpoint, false)
+	}
+	row, res := judgeDesign(sc, d, dr, h, in)
 	return designOut{row: row, h: h, res: res, marks: marks, started: started, clients: len(cl), applied: serverApplied, tool: dr.tool}, nil
 }
 
