@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"github.com/stormsim/stormsim/topology"
+)
+
+// resume serves a GET with Last-Event-ID.
+func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
+	switch {
+	case !e.hasSessions:
+		return 405, false
+	case !e.sessionAt(c, p):
+		return 404, false
+	case e.events == topology.EventsNone:
+		return 400, false
+	}
+	ai := c.call.attempt
+	if ai < 0 {
+		return 400, false
+	}
+	a := &e.attempts[ai]
+	cursor := c.reqCursor
+	if e.events == topology.EventsMemory && a.proc != p {
+		return 400, false // the stream lives in another process's memory
+	}
+	hi := e.produced(a, e.now)
+	lo := e.storedLo(a, hi)
+	if a.gone || e.expired(a) || lo > cursor+1 || (e.events == topology.EventsRedis && e.inGap(a, cursor, hi)) {
+		// All or nothing, as go-sdk's After: the events that are missing
+		// are only part of what the client loses if it gives up.
+		missing := int64(hi - cursor)
+		if !a.gone && !e.expired(a) && lo > cursor+1 {
+			missing = int64(min(lo, hi+1) - cursor - 1)
+		}
+		e.audit.PurgedMissing += max(missing, 0)
+		return 400, true
+	}
+	if a.follower >= 0 && a.follower != id {
+		return 409, false
+	}
+	n := hi - cursor
+	if n < 0 {
+		n = 0
+	}
+	e.t.Resumes++
+	if c.call.waitResume {
+		e.audit.DropsWithIDResumed++
+		c.call.waitResume = false
+	}
+	e.storeOp(1)
+	lat := e.storeRead(int(n))
+	if c.call.dropped {
+		// Replay latency runs from the drop of this stream, the one resumed.
+		c.call.resumeLat = true
+		c.call.replayFrom = c.call.lastDrop
+	}
+	e.connect(c, id, connResume, ai, p, e.now+lat, cursor)
+	c.conn.replayN = n // counted as replayed when the replay reaches the client
+	return 200, false
+}
+
+func (e *engine) storedLo(a *attempt, hi int32) int32 {
+	first := e.first()
+	switch e.events {
+	case topology.EventsMemory:
+		return e.memLo(a, hi)
+	case topology.EventsRedis:
+		lo := max(first, a.restartLo)
+		if m := int32(e.d.Store.RedisMaxLen); m > 0 && hi-m+1 > lo {
+			return hi - m + 1
+		}
+		return lo
+	}
+	return first
+}
+
+func (e *engine) expired(a *attempt) bool {
+	ttl := int64(e.d.Store.RedisTTL)
+	return e.events == topology.EventsRedis && ttl > 0 && a.ended && e.now >= a.end+ttl
+}
+
+// storeOp counts store operations in the current step.
+func (e *engine) storeOp(n int64) {
+	if e.events == topology.EventsNone && !e.shared {
+		return
+	}
+	e.series.StoreOps[e.bucket(e.now)] += n
+}
+
+// appendOps spreads an attempt's appends over the steps they happened in.
+func (e *engine) appendOps(a *attempt) {
+	if !a.stored {
+		return
+	}
+	k := e.first()
+	n := len(e.series.StoreOps)
+	for k <= a.endN {
+		t := e.prodTime(a, k)
+		b := e.bucket(t)
+		bEnd := int64(b+1) * e.step
+		if e.perStep > 0 && b+1 < n-1 {
+			// Every whole step holds exactly perStep events: add the run of
+			// whole steps in O(1) to a difference array, summed in finish.
+			firstWhole := b + 1
+			lastT := e.prodTime(a, a.endN)
+			lastWhole := min(int(lastT/e.step)-1, n-2)
+			if lastWhole >= firstWhole {
+				// events k.. before the first whole step
+				head := int32((bEnd-1-a.start)/a.iv) - k + 1
+				e.series.StoreOps[b] += int64(head)
+				e.opsDiff[firstWhole] += e.perStep
+				e.opsDiff[lastWhole+1] -= e.perStep
+				k += head + int32(int64(lastWhole-firstWhole+1)*e.perStep)
+				continue
+			}
+		}
+		// events k.. that fall in bucket b
+		last := min(max(int32((bEnd-1-a.start)/a.iv), k), a.endN)
+		e.series.StoreOps[b] += int64(last - k + 1)
+		k = last + 1
+	}
+}
