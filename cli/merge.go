@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/expect"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 func init() {
@@ -158,11 +157,11 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	hist, err := check.EncodeHistories(out.Histories)
+	hist, err := history.EncodeHistories(out.Histories)
 	if err != nil {
 		return err
 	}
-	files["results.bin"], files[check.HistoryFile] = results.Bytes(), hist
+	files["results.bin"], files[history.HistoryFile] = results.Bytes(), hist
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -220,7 +219,7 @@ func mergeScenario(ctx context.Context, p *shard.Found) (*scenario.Scenario, err
 	if err != nil {
 		return nil, usageError{fmt.Errorf("merge: %s: %w", path, err)}
 	}
-	if h := sim.Hash(sc); h != m.ScenarioHash {
+	if h := scenario.Hash(sc); h != m.ScenarioHash {
 		with := ""
 		if len(m.Set) > 0 {
 			with = " with --set " + strings.Join(m.Set, " --set ")
@@ -234,13 +233,13 @@ func mergeScenario(ctx context.Context, p *shard.Found) (*scenario.Scenario, err
 // readPart reads what a done shard left for the merge: its histories and
 // its own report.
 func readPart(p *shard.Found) (runner.Part, error) {
-	path := filepath.Join(p.Dir, check.HistoryFile)
+	path := filepath.Join(p.Dir, history.HistoryFile)
 	fh, err := os.Open(path)
 	if err != nil {
 		return runner.Part{}, err
 	}
 	defer fh.Close()
-	h, err := check.ReadHistories(fh)
+	h, err := history.ReadHistories(fh)
 	if err != nil {
 		return runner.Part{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 // mergeStart is the start time the shards of the test runs share.
@@ -35,7 +34,7 @@ func shardMeta(t *testing.T, i, n int) *shard.Meta {
 		t.Fatal(err)
 	}
 	return &shard.Meta{
-		Index: i, Count: n, Scenario: sc.Name, ScenarioHash: sim.Hash(sc), Seed: sc.Seed, Set: mergeSets,
+		Index: i, Count: n, Scenario: sc.Name, ScenarioHash: scenario.Hash(sc), Seed: sc.Seed, Set: mergeSets,
 		Design: "redis-shared", Target: "http://127.0.0.1:9/mcp", StartAt: mergeStart,
 		Started: mergeStart.Add(2 * time.Millisecond), StartOffsetMS: 2, Finished: mergeStart.Add(45 * time.Second),
 		Host: shard.Name(i, n), PID: 100 + i, Version: report.Version, Clients: 10,
@@ -60,16 +59,16 @@ func writeShard(t *testing.T, out string, m *shard.Meta) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := sim.Header(sc, "live").JSON()
+	rep, err := scenario.Header(sc, "live").JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := check.EncodeHistories(map[string]*check.History{})
+	hist, err := history.EncodeHistories(map[string]*history.History{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir, err := shard.Write(out, m, map[string][]byte{
-		shard.ScenarioFile: toml, check.HistoryFile: hist, "report.json": rep,
+		shard.ScenarioFile: toml, history.HistoryFile: hist, "report.json": rep,
 		"results.bin": nil, "live.log": []byte("shard log\n"),
 	})
 	if err != nil {
@@ -154,8 +153,8 @@ func TestMergeRejectsBadSets(t *testing.T) {
 		// A history file that is not one.
 		{"bad history", func(t *testing.T, s string) {
 			writeShards(t, s, 2)
-			os.WriteFile(filepath.Join(s, "shard-1-of-2", check.HistoryFile), []byte("not gzip"), 0o644)
-		}, nil, []string{"{shards}/shard-1-of-2/history.json.gz: check: reading histories"}},
+			os.WriteFile(filepath.Join(s, "shard-1-of-2", history.HistoryFile), []byte("not gzip"), 0o644)
+		}, nil, []string{"{shards}/shard-1-of-2/history.json.gz: history: reading histories"}},
 		// A shard.json that is not one.
 		{"bad meta", func(t *testing.T, s string) {
 			writeShards(t, s, 2)

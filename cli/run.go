@@ -13,7 +13,7 @@ import (
 	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/plots"
@@ -216,7 +216,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc)*time.Duration(n*len(engines)*f.repeat),
+	progress, doneProgress := newProgress(env, f.quiet, scenario.Horizon(sc)*time.Duration(n*len(engines)*f.repeat),
 		fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n))
 	defer doneProgress()
 	all := map[string][]*report.Report{}
@@ -467,11 +467,11 @@ func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *run
 	if err != nil {
 		return nil, nil, err
 	}
-	hist, err := check.EncodeHistories(out.Histories)
+	hist, err := history.EncodeHistories(out.Histories)
 	if err != nil {
 		return nil, nil, err
 	}
-	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), check.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil
+	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), history.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil
 }
 
 // runFiles are the files of a run's folder that its report makes:

@@ -17,12 +17,11 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 // shardPlan is which shard of how many a run is.
@@ -227,7 +226,7 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 			fmt.Fprintf(env.Stderr, "stormsim: shard %d of %d: waiting %v for the start at %s\n", sh.index, sh.count, w.Round(time.Millisecond), startAt.Format(time.RFC3339Nano))
 		}
 	}
-	progress, doneProgress := newProgress(env, f.quiet, sim.Horizon(sc), fmt.Sprintf("%s (live, shard %d of %d): %s", sc.Name, sh.index, sh.count, d.Name))
+	progress, doneProgress := newProgress(env, f.quiet, scenario.Horizon(sc), fmt.Sprintf("%s (live, shard %d of %d): %s", sc.Name, sh.index, sh.count, d.Name))
 	defer doneProgress()
 	opts.Progress = progress
 	out, err := runner.Run(ctx, sc, opts)
@@ -242,11 +241,11 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 	if err != nil {
 		return err
 	}
-	hist, err := check.EncodeHistories(out.Histories)
+	hist, err := history.EncodeHistories(out.Histories)
 	if err != nil {
 		return err
 	}
-	files["results.bin"], files[check.HistoryFile], files["live.log"], files[shard.ScenarioFile] = buf.Bytes(), hist, logBuf.Bytes(), file
+	files["results.bin"], files[history.HistoryFile], files["live.log"], files[shard.ScenarioFile] = buf.Bytes(), hist, logBuf.Bytes(), file
 	host, _ := os.Hostname()
 	if startAt.IsZero() {
 		startAt = out.Started

@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 // The names the manifests and docs/distributed.md share.
@@ -598,7 +597,7 @@ func TestConfigMapScenarios(t *testing.T) {
 			t.Errorf("the ConfigMap's scenario %s: %v in ../scenarios.toml", name, err)
 			continue
 		}
-		if g, w := sim.Hash(got), sim.Hash(want); g != w {
+		if g, w := scenario.Hash(got), scenario.Hash(want); g != w {
 			t.Errorf("scenario %s: the ConfigMap's hash %s, scenarios.toml's %s: copy it again", name, g, w)
 		}
 		if diff := cmp.Diff(want.Expect, got.Expect); diff != "" {

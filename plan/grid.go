@@ -16,6 +16,7 @@ import (
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // MaxPoints is the largest grid NewGrid builds without force.
@@ -86,7 +87,7 @@ func (g *Grid) Scenario() *scenario.Scenario { return g.Points[0].Scenario }
 func (g *Grid) Work() time.Duration {
 	var w time.Duration
 	for _, p := range g.Points {
-		w += sim.Horizon(p.Scenario) * time.Duration(len(g.Designs))
+		w += scenario.Horizon(p.Scenario) * time.Duration(len(g.Designs))
 	}
 	return w
 }
@@ -225,7 +226,7 @@ func (g *Grid) notes() []string {
 	var shortEx, lateEx string
 	for _, p := range g.Points {
 		sc := p.Scenario
-		arrivals := sim.Arrivals(sc)
+		arrivals := workload.Arrivals(sc)
 		if n := len(arrivals); n < sc.Workload.Clients {
 			if short == 0 {
 				shortEx = fmt.Sprintf("at %s only %d of %d clients arrive within duration %v (arrival_rate %g/s)", pointLabel(g.Axes, p.Values), n, sc.Workload.Clients, sc.Duration, sc.Workload.ArrivalRate)

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/workload"
 )
@@ -315,7 +315,7 @@ func (e *engine) endStream(id int32, c *client, in clients.Input) {
 	if k.kind != connStandalone {
 		e.t.Drops++
 		if e.or != nil {
-			e.or.drop(id, e.now, e.or.conn[id].req, check.DropServer)
+			e.or.drop(id, e.now, e.or.conn[id].req, history.DropServer)
 		}
 		c.call.dropped = true
 		c.call.lastDrop = e.now

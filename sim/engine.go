@@ -6,7 +6,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -436,7 +436,7 @@ func (e *engine) dispatch(ev event) {
 				// follows it.
 				e.t.Drops++
 				if e.or != nil {
-					e.or.drop(ev.id, e.now, e.or.conn[ev.id].req, check.DropTimeout)
+					e.or.drop(ev.id, e.now, e.or.conn[ev.id].req, history.DropTimeout)
 				}
 			}
 			e.act(ev.id, c, c.brain.Step(clients.Input{Kind: clients.InCallTimeout}))

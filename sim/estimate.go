@@ -23,7 +23,7 @@ const (
 func MemoryEstimate(sc *scenario.Scenario, n int) int64 {
 	w := &sc.Workload
 	call := time.Duration(float64(w.EventsMin+w.EventsMax) / 2 / w.EventRate * float64(time.Second))
-	calls := float64(Horizon(sc))/float64(max(call+w.Think, time.Millisecond)) + 1
+	calls := float64(scenario.Horizon(sc))/float64(max(call+w.Think, time.Millisecond)) + 1
 	if w.CallsPerClient > 0 {
 		calls = min(calls, float64(w.CallsPerClient))
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/stormsim/stormsim/workload"
 )
 
 // (a) stateless with profile compliant: no 404s, no resumes, no replays in
@@ -72,7 +74,7 @@ func TestFactNoStoreReplaysNothing(t *testing.T) {
 func TestNoStoreResumeIs400(t *testing.T) {
 	t.Parallel()
 	sc := load(t, "steady", "designs=[\"nostore\"]", "workload.clients=50", "duration=30s", "drain=30s")
-	e, err := newEngine(t.Context(), sc, &sc.Designs[0], Arrivals(sc), nil, nil)
+	e, err := newEngine(t.Context(), sc, &sc.Designs[0], workload.Arrivals(sc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

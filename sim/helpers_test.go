@@ -66,7 +66,7 @@ var runs sync.Map // string → *sharedRun
 // here. The Output is shared: callers read it and change nothing.
 func shared(t testing.TB, sc *scenario.Scenario) *Output {
 	t.Helper()
-	h := Hash(sc)
+	h := scenario.Hash(sc)
 	if h == "" {
 		return run(t, sc)
 	}

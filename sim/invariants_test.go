@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stormsim/stormsim/scenario"
 )
 
 // Conservation holds for every design of every shipped scenario. It is an
@@ -126,7 +127,7 @@ func TestRunParallel(t *testing.T) {
 	if diff := cmp.Diff(seq.Report, par.Report); diff != "" {
 		t.Errorf("parallel run differs (-sequential +parallel):\n%s", diff)
 	}
-	if want := Horizon(sc) * time.Duration(len(sc.Designs)); done != want {
+	if want := scenario.Horizon(sc) * time.Duration(len(sc.Designs)); done != want {
 		t.Errorf("progress reported %v, want %v", done, want)
 	}
 }

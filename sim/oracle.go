@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -14,9 +14,9 @@ import (
 // state changes it queues; the oracle, riding on the same run, produces every
 // stream event of every attempt as its own step, delivers it to the
 // connection that follows the attempt (or holds it until a replay arrives),
-// and records what happened as a check.History: calls, requests, receipts,
+// and records what happened as a history.History: calls, requests, receipts,
 // drops and production lines, as the live engine's clients and replicas do.
-// live/check.Judge then counts the history, so the oracle's totals come from
+// history.Judge then counts the history, so the oracle's totals come from
 // per-event records and the checker's counting, not from the engine's
 // arithmetic (engine.settle, endAttempt, endCall, resume).
 //
@@ -26,7 +26,7 @@ import (
 // cursor (engine.reached) drives the brain; the oracle keeps its own cursor
 // per connection, event by event, and records each disagreement in mismatch.
 type oracle struct {
-	h check.History
+	h history.History
 
 	prod    []int32 // per engine attempt: events produced so far, one by one
 	attN    []int32 // per engine attempt: its number within its call
@@ -98,7 +98,7 @@ func newOracle(e *engine) *oracle {
 	for i := range n {
 		o.seq[i], o.callIdx[i], o.reqIdx[i] = -1, -1, -1
 	}
-	o.h = check.History{
+	o.h = history.History{
 		Horizon: int64(e.sc.Duration + e.sc.Drain), Step: int64(e.sc.Step), Interval: e.iv,
 		Stored: e.events != topology.EventsNone, NoStore: e.events == topology.EventsNone,
 		HaveProduction: true,
@@ -138,7 +138,7 @@ func (o *oracle) produce(e *engine, ai, idx int32, t int64) {
 	if e.storeDown && e.events == topology.EventsRedis && o.missing[ai] == 0 {
 		o.missing[ai] = idx // the append failed: the stream has a gap
 	}
-	o.h.Produced = append(o.h.Produced, check.Produced{Client: a.client, Seq: o.aseq[ai], Attempt: o.attN[ai],
+	o.h.Produced = append(o.h.Produced, history.Produced{Client: a.client, Seq: o.aseq[ai], Attempt: o.attN[ai],
 		Index: idx, T: t, Replica: int(e.procs[a.proc].slot)})
 	if idx < a.e {
 		o.push(oitem{at: a.start + int64(idx+1)*a.iv, kind: oProduce, id: ai, idx: idx + 1})
@@ -161,7 +161,7 @@ func (o *oracle) deliver(e *engine, id int32, oc *oconn, idx int32, t int64) {
 		oc.stalled = true
 		return
 	}
-	o.h.Receipts = append(o.h.Receipts, check.Receipt{Client: id, Seq: o.aseq[oc.ai], Attempt: o.attN[oc.ai], Index: idx, T: t, Req: oc.req})
+	o.h.Receipts = append(o.h.Receipts, history.Receipt{Client: id, Seq: o.aseq[oc.ai], Attempt: o.attN[oc.ai], Index: idx, T: t, Req: oc.req})
 	oc.cur = idx
 }
 
@@ -179,7 +179,7 @@ func (o *oracle) startCall(id int32, c *client, now int64) {
 	o.seq[id] = int32(c.calls - 1)
 	o.nAtt[id] = 0
 	o.callIdx[id] = int32(len(o.h.Calls))
-	o.h.Calls = append(o.h.Calls, check.Call{Client: id, Seq: o.seq[id], E: c.call.e, Start: now, End: -1})
+	o.h.Calls = append(o.h.Calls, history.Call{Client: id, Seq: o.seq[id], E: c.call.e, Start: now, End: -1})
 }
 
 // endCall records how a call ended.
@@ -198,7 +198,7 @@ func (o *oracle) send(id int32, c *client, a clients.Action, now int64) {
 		seq = o.seq[id]
 	}
 	o.reqIdx[id] = int32(len(o.h.Requests))
-	o.h.Requests = append(o.h.Requests, check.Request{
+	o.h.Requests = append(o.h.Requests, history.Request{
 		Client: id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect,
 		Reissue: a.Reissue && c.call.active, Session: a.Req != clients.ReqInitialize && c.brain.HasSession(),
 		Cursor: int32(a.Cursor), Sent: now, Replica: -1,
@@ -225,7 +225,7 @@ func (o *oracle) startAttempt(e *engine, id, ai int32, now int64) {
 		o.h.Requests[i].Attempt = o.attN[ai]
 	}
 	a := &e.attempts[ai]
-	o.h.Produced = append(o.h.Produced, check.Produced{Client: id, Seq: o.seq[id], Attempt: o.attN[ai], T: now, Start: true,
+	o.h.Produced = append(o.h.Produced, history.Produced{Client: id, Seq: o.seq[id], Attempt: o.attN[ai], T: now, Start: true,
 		Replica: int(e.procs[a.proc].slot)})
 	if a.e > 0 {
 		o.push(oitem{at: a.start + a.iv, kind: oProduce, id: ai, idx: 1})
@@ -278,6 +278,6 @@ func (o *oracle) streamEnd(e *engine, id int32, c *client, now int64) {
 }
 
 // drop records the end of a call's stream before its result.
-func (o *oracle) drop(id int32, now int64, req int32, cause check.DropCause) {
-	o.h.Drops = append(o.h.Drops, check.Drop{Client: id, Seq: o.seq[id], T: now, Req: max(req, 0), Cause: cause})
+func (o *oracle) drop(id int32, now int64, req int32, cause history.DropCause) {
+	o.h.Drops = append(o.h.Drops, history.Drop{Client: id, Seq: o.seq[id], T: now, Req: max(req, 0), Cause: cause})
 }

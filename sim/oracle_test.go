@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -81,7 +81,7 @@ func oracleDiff(t *testing.T, sc *scenario.Scenario, mutReplay int32) (diffs []s
 	engine, oracle = map[string]report.Totals{}, map[string]report.Totals{}
 	for _, d := range out.Report.Designs {
 		o := out.oracles[d.Name]
-		j := check.Judge(&o.h)
+		j := history.Judge(&o.h)
 		engine[d.Name], oracle[d.Name] = d.Totals, j.Totals
 		for _, f := range oracleFields {
 			if _, known := oracleKnown[sc.Name+"/"+d.Name+": "+f.name]; known && mutReplay == 0 {

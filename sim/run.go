@@ -2,10 +2,6 @@ package sim
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,9 +16,6 @@ import (
 	"github.com/stormsim/stormsim/workload"
 )
 
-// ErrNoDesigns is returned when the design subset matches nothing.
-var ErrNoDesigns = errors.New("sim: no designs to run")
-
 // Options tunes a run. A nil *Options means the defaults.
 type Options struct {
 	// Designs runs only these designs, in the scenario's order. Nil runs all.
@@ -30,7 +23,7 @@ type Options struct {
 	// Parallel is how many designs run at once; 0 means GOMAXPROCS.
 	Parallel int
 	// Progress, if set, is called with increments of virtual time done,
-	// summed over designs; the total is Horizon(sc) × designs. It may be
+	// summed over designs; the total is scenario.Horizon(sc) × designs. It may be
 	// called from several goroutines at once.
 	Progress func(delta time.Duration)
 
@@ -52,29 +45,6 @@ type Output struct {
 	oracles map[string]*oracle // with Options.oracle, by design
 }
 
-// Horizon is the virtual time a run covers: the scenario plus its drain.
-func Horizon(sc *scenario.Scenario) time.Duration { return sc.Duration + sc.Drain }
-
-// Arrivals is workload.Arrivals: the clients' arrival times in nanoseconds.
-func Arrivals(sc *scenario.Scenario) []int64 { return workload.Arrivals(sc) }
-
-// DesignSeed derives a design's RNG seed from the run seed and its name, so
-// a design's row does not depend on which other designs run.
-func DesignSeed(seed uint64, design string) (uint64, uint64) {
-	h := sha256.Sum256([]byte(design))
-	return seed ^ binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:16])
-}
-
-// Hash is the scenario's fingerprint: a hash of its resolved settings.
-func Hash(sc *scenario.Scenario) string {
-	b, err := json.Marshal(sc)
-	if err != nil {
-		return ""
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
-}
-
 // Run simulates every selected design of sc and returns the report.
 func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, error) {
 	if opts == nil {
@@ -85,9 +55,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if len(designs) == 0 {
-		return nil, ErrNoDesigns
+		return nil, scenario.ErrNoDesigns
 	}
-	arrivals := Arrivals(sc)
+	arrivals := workload.Arrivals(sc)
 	steps := faults.Timeline(sc.Faults, sc.FaultContext())
 
 	engines := make([]*engine, len(designs))
@@ -136,7 +106,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 
 	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}, oracles: map[string]*oracle{}}
-	r := Header(sc, "sim")
+	r := scenario.Header(sc, "sim")
 	for i, e := range engines {
 		d := designs[i]
 		rd := report.Design{
@@ -161,28 +131,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	return out, nil
 }
 
-// Header is a report for sc with no designs yet: what every engine writes
-// first, the fault schedule included.
-func Header(sc *scenario.Scenario, engine string) *report.Report {
-	r := &report.Report{
-		Schema: report.Schema, StormsimVersion: report.Version, Scenario: sc.Name,
-		Description: sc.Description, ScenarioHash: Hash(sc), Engine: engine, Seed: sc.Seed,
-		DurationS: sc.Duration.Seconds(), Faults: []report.Fault{}, Designs: []report.Design{},
-		Notes: sc.WarningTexts(nil),
-	}
-	ctxF := sc.FaultContext()
-	for _, f := range sc.Faults {
-		sp := f.Span(ctxF)
-		r.Faults = append(r.Faults, report.Fault{Kind: f.Kind(), Label: sp.Label, AtS: sp.At.Seconds(), UntilS: sp.Until.Seconds()})
-	}
-	return r
-}
-
 // stopper is polled by the engine's loop to honour cancellation.
 type stopper interface{ Err() error }
 
 func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, arrivals []int64, steps []faults.Step, progress func(time.Duration)) (*engine, error) {
-	s1, s2 := DesignSeed(sc.Seed, d.Name)
+	s1, s2 := scenario.DesignSeed(sc.Seed, d.Name)
 	rng := rand.New(rand.NewPCG(s1, s2))
 	lb, err := topology.NewPolicy(d.LB, &topology.Options{Rand: rng})
 	if err != nil {

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sort"
 )
@@ -82,6 +83,13 @@ func HashSlot(key uint64, n int) int {
 	key *= 0x94d049bb133111eb
 	key ^= key >> 31
 	return int(key % uint64(n))
+}
+
+// SessionKey is the routing key of a session id, as the LB hashes it.
+func SessionKey(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
 }
 
 // MintSession returns a fresh session key minted by slot among n. Under hash

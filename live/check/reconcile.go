@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 )
 
@@ -85,7 +86,7 @@ const maxMismatches = 50
 //     too: being stored is not a mismatch for them.)
 //   - for Redis, the stream took no more entries than were produced, and
 //     exactly as many when no store fault could fail an append.
-func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation {
+func Reconcile(h *history.History, j *history.Judgment, sc *ServerCounts) *report.Reconciliation {
 	rec := &report.Reconciliation{Sources: []string{"replica counters"}}
 	if sc.Redis != nil {
 		rec.Sources = append(rec.Sources, "redis XINFO STREAM entries-added")
@@ -110,7 +111,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 	// The production log, per attempt: distinct indices 1..E.
 	logged := map[string]map[int32]bool{}
 	for _, p := range h.Produced {
-		tok := Token(p.Client, p.Seq, p.Attempt)
+		tok := history.Token(p.Client, p.Seq, p.Attempt)
 		if logged[tok] == nil {
 			logged[tok] = map[int32]bool{}
 		}
@@ -118,7 +119,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 			logged[tok][p.Index] = true
 		}
 	}
-	calls := map[[2]int32]*Call{}
+	calls := map[[2]int32]*history.Call{}
 	for i := range h.Calls {
 		c := &h.Calls[i]
 		calls[[2]int32{c.Client, c.Seq}] = c
@@ -129,7 +130,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 	}
 	sort.Strings(toks)
 	for _, tok := range toks {
-		c, k, _, _ := ParseToken(tok)
+		c, k, _, _ := history.ParseToken(tok)
 		if calls[[2]int32{c, k}] == nil {
 			continue // not one of this run's calls
 		}
@@ -165,7 +166,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 		}
 		seen[k] = true
 		rec.EventsReceived++
-		tok := Token(r.Client, r.Seq, r.Attempt)
+		tok := history.Token(r.Client, r.Seq, r.Attempt)
 		a, ok := known(tok, r.Client, r.Seq)
 		if !ok {
 			if !incomplete {
@@ -184,7 +185,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 	// Per call: unproduced and purged.
 	byCall := map[[2]int32][]string{}
 	for tok := range sc.Attempts {
-		c, k, _, ok := ParseToken(tok)
+		c, k, _, ok := history.ParseToken(tok)
 		if ok {
 			byCall[[2]int32{c, k}] = append(byCall[[2]int32{c, k}], tok)
 		}
@@ -264,7 +265,7 @@ func Reconcile(h *History, j *Judgment, sc *ServerCounts) *report.Reconciliation
 		if r.Kind != clients.ReqResume || r.Status != 400 || !r.Purged || r.Attempt < 0 {
 			continue
 		}
-		tok := Token(r.Client, r.Seq, r.Attempt)
+		tok := history.Token(r.Client, r.Seq, r.Attempt)
 		a, ok := known(tok, r.Client, r.Seq)
 		if !ok {
 			if !incomplete {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/history/historytest"
 	"github.com/stormsim/stormsim/report"
 )
 
@@ -13,32 +15,32 @@ import (
 // 1..5. Client 1's call (E 6): 1..6 produced, 1..2 delivered, the resume
 // after 2 is answered 400 purged (the store had evicted 1..3), the call
 // fails on the purge.
-func reconHist() *hist {
-	b := newHist()
-	a0 := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 700, Status: 200})
-	a1 := b.req(Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Reconnect: true, Reissue: true, Sent: 900, Answered: 950, Closed: 1910, Status: 200})
-	b.call(0, 0, 5, 0, 1910, clients.Completed, clients.CauseNone)
-	b.produce(0, 0, 0, 10, 200, 1, 3)
-	b.produce(0, 0, 1, 920, 1100, 1, 5)
-	b.recv(a0, seq(1, 3), at(210, 200, 3))
-	b.drop(a0, 700)
-	b.recv(a1, seq(1, 5), at(1110, 200, 5))
+func reconHist() *historytest.Builder {
+	b := historytest.New()
+	a0 := b.Req(history.Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+	a1 := b.Req(history.Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Reconnect: true, Reissue: true, Sent: 900, Answered: 950, Closed: 1910, Status: 200})
+	b.Call(0, 0, 5, 0, 1910, clients.Completed, clients.CauseNone)
+	b.Produce(0, 0, 0, 10, 200, 1, 3)
+	b.Produce(0, 0, 1, 920, 1100, 1, 5)
+	b.Recv(a0, historytest.Seq(1, 3), historytest.At(210, 200, 3))
+	b.Drop(a0, 700)
+	b.Recv(a1, historytest.Seq(1, 5), historytest.At(1110, 200, 5))
 
-	c := b.req(Request{Client: 1, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
-	b.req(Request{Client: 1, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Cursor: 2, Reconnect: true, Sent: 3000, Answered: 3050, Closed: 3050, Status: 400, Purged: true})
-	b.call(1, 0, 6, 0, 3050, clients.Failed, clients.CausePurged)
-	b.produce(1, 0, 0, 10, 200, 1, 6)
-	b.recv(c, seq(1, 2), at(210, 200, 2))
-	b.drop(c, 500)
+	c := b.Req(history.Request{Client: 1, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
+	b.Req(history.Request{Client: 1, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Cursor: 2, Reconnect: true, Sent: 3000, Answered: 3050, Closed: 3050, Status: 400, Purged: true})
+	b.Call(1, 0, 6, 0, 3050, clients.Failed, clients.CausePurged)
+	b.Produce(1, 0, 0, 10, 200, 1, 6)
+	b.Recv(c, historytest.Seq(1, 2), historytest.At(210, 200, 2))
+	b.Drop(c, 500)
 	return b
 }
 
 // reconCounts is what the replicas counted of reconHist, truly.
 func reconCounts() *ServerCounts {
 	return &ServerCounts{
-		Horizon: 60_000 * ms,
+		Horizon: 60_000 * historytest.Ms,
 		Attempts: map[string]AttemptCount{
-			"c0.k0.a0": {Stream: "s0", Events: 5, Produced: 3, Killed: true, KilledAt: 750 * ms, Memory: true, StoreGone: true},
+			"c0.k0.a0": {Stream: "s0", Events: 5, Produced: 3, Killed: true, KilledAt: 750 * historytest.Ms, Memory: true, StoreGone: true},
 			"c0.k0.a1": {Stream: "s1", Events: 5, Produced: 5, ResultsSent: 1, Memory: true, StoreFirst: 1},
 			"c1.k0.a0": {Stream: "s2", Events: 6, Produced: 6, Memory: true, StoreFirst: 4},
 		},
@@ -96,8 +98,8 @@ func TestReconcile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := reconHist().h
-			j := Judge(h)
+			h := reconHist().H
+			j := history.Judge(h)
 			sc := reconCounts()
 			tc.change(sc)
 			r := Reconcile(h, j, sc)
@@ -119,16 +121,16 @@ func TestReconcile(t *testing.T) {
 // its calls unreconciled, not mismatched.
 func TestReconcileMissing(t *testing.T) {
 	t.Parallel()
-	h := reconHist().h
+	h := reconHist().H
 	sc := reconCounts()
 	delete(sc.Attempts, "c1.k0.a0")
 	sc.Missing = []string{"replica 2 (pid 99)"}
-	r := Reconcile(h, Judge(h), sc)
+	r := Reconcile(h, history.Judge(h), sc)
 	if !r.OK || r.Unreconciled != 1 || r.MismatchCount != 0 {
 		t.Errorf("%+v, want ok with 1 call unreconciled", *r)
 	}
 	sc.Missing = nil
-	if r := Reconcile(h, Judge(h), sc); r.OK {
+	if r := Reconcile(h, history.Judge(h), sc); r.OK {
 		t.Errorf("an attempt no replica counted, with every replica's counters read, reconciled: %+v", *r)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -230,7 +230,7 @@ func Run(ctx context.Context, opts *Options) (*Matrix, error) {
 // earliest failed call's error, a request that failed, or one answered
 // 400 or more (but a 4xx to a request that is not part of the protocol's
 // flow, a method probe), whichever came first.
-func firstError(h *check.History) string {
+func firstError(h *history.History) string {
 	if h == nil {
 		return ""
 	}
@@ -263,7 +263,7 @@ func firstError(h *check.History) string {
 	return msg
 }
 
-func reqName(q check.Request) string {
+func reqName(q history.Request) string {
 	switch q.Kind {
 	case clients.ReqInitialize:
 		return "initialize"

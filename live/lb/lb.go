@@ -179,7 +179,7 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request reached it, and the request should go to another.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, sid string, attempt int, moved []string) (bw *binder, done bool) {
 	b.mu.Lock()
-	slot := b.policy.Pick(topology.Request{HasSession: sid != "", Session: replica.SessionKey(sid)}, view{b})
+	slot := b.policy.Pick(topology.Request{HasSession: sid != "", Session: topology.SessionKey(sid)}, view{b})
 	if slot < 0 {
 		b.mu.Unlock()
 		http.Error(w, "no replica up", http.StatusServiceUnavailable)
@@ -250,7 +250,7 @@ func (w *binder) WriteHeader(code int) {
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" && !w.done {
 		w.done = true
 		w.b.mu.Lock()
-		w.b.policy.Bind(replica.SessionKey(id), w.slot)
+		w.b.policy.Bind(topology.SessionKey(id), w.slot)
 		w.b.mu.Unlock()
 	}
 	w.ResponseWriter.WriteHeader(code)

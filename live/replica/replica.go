@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
@@ -266,17 +265,10 @@ func (s *Server) mintSession() string {
 		var b [16]byte
 		rand.Read(b[:])
 		id := hex.EncodeToString(b[:])
-		if !s.cfg.HashMint || topology.HashSlot(SessionKey(id), s.cfg.Slots) == s.cfg.Slot {
+		if !s.cfg.HashMint || topology.HashSlot(topology.SessionKey(id), s.cfg.Slots) == s.cfg.Slot {
 			return id
 		}
 	}
-}
-
-// SessionKey is the routing key of a session id, as the LB hashes it.
-func SessionKey(id string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	return h.Sum64()
 }
 
 type streamArgs struct {

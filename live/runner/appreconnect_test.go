@@ -15,7 +15,7 @@ import (
 
 	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 )
 
@@ -61,8 +61,8 @@ func TestFiveCallsOneSessionLive(t *testing.T) {
 		}
 	}
 	// What each client's calls 3 to 5 (seq 2 to 4) sent and got.
-	perCall := func(h *check.History) map[[2]int32][]check.Request {
-		m := map[[2]int32][]check.Request{}
+	perCall := func(h *history.History) map[[2]int32][]history.Request {
+		m := map[[2]int32][]history.Request{}
 		for _, q := range h.Requests {
 			if q.Seq >= 0 {
 				k := [2]int32{q.Client, q.Seq}
@@ -182,8 +182,8 @@ func TestFiveCallsTSSDKLive(t *testing.T) {
 		}
 	}
 	// The requests of each client's calls, by kind.
-	perCall := func(h *check.History) map[[2]int32][]check.Request {
-		m := map[[2]int32][]check.Request{}
+	perCall := func(h *history.History) map[[2]int32][]history.Request {
+		m := map[[2]int32][]history.Request{}
 		for _, q := range h.Requests {
 			if q.Seq >= 0 {
 				k := [2]int32{q.Client, q.Seq}
@@ -192,8 +192,8 @@ func TestFiveCallsTSSDKLive(t *testing.T) {
 		}
 		return m
 	}
-	kind := func(qs []check.Request, k clients.Req) []check.Request {
-		var out []check.Request
+	kind := func(qs []history.Request, k clients.Req) []history.Request {
+		var out []history.Request
 		for _, q := range qs {
 			if q.Kind == k {
 				out = append(out, q)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 )
 
 // BenchmarkLiveStreams measures what the live engine holds on this machine:
@@ -129,7 +129,7 @@ func benchRun(b *testing.B, n int, storm bool) (int, int, float64, [3]float64) {
 		}
 		var rec []float64
 		for _, dr := range h.Drops {
-			if dr.Cause != check.DropFault {
+			if dr.Cause != history.DropFault {
 				continue
 			}
 			first := int64(math.MaxInt64)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
 	"github.com/stormsim/stormsim/workload"
@@ -48,8 +48,8 @@ type vclient struct {
 	awayUntil int64
 	nextDrop  int64
 
-	hist check.History  // this client's part of the history
-	prog *progressIndex // an own server's progress values as indices; nil otherwise
+	hist history.History // this client's part of the history
+	prog *progressIndex  // an own server's progress values as indices; nil otherwise
 
 	mu     sync.Mutex         // guards the fields below: the open stream, for cut
 	cancel context.CancelFunc // ends the open call or resume stream; nil when none
@@ -71,7 +71,7 @@ func newClient(d *designRun, id int32) *vclient {
 
 func (c *vclient) now() int64 { return c.d.now() }
 
-func (c *vclient) history() *check.History { return &c.hist }
+func (c *vclient) history() *history.History { return &c.hist }
 
 func (c *vclient) ident() int32 { return c.id }
 
@@ -99,7 +99,7 @@ func (c *vclient) nextCall() clients.Action {
 	c.seq++
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
 	c.callStart, c.inCall = c.now(), true
-	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
+	c.hist.Calls = append(c.hist.Calls, history.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
 	if c.prog != nil {
 		c.prog.reset()
 	}
@@ -209,7 +209,7 @@ func (c *vclient) body(r clients.Req) []byte {
 	case clients.ReqInitialized:
 		m = map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}
 	case clients.ReqCall:
-		tok := check.Token(c.id, c.seq, c.attempt)
+		tok := history.Token(c.id, c.seq, c.attempt)
 		if o := c.d.own; o != nil {
 			// A server the user brings: its tool, the arguments template.
 			m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
@@ -242,7 +242,7 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	if !c.inCall {
 		seq = -1
 	}
-	rec := check.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
+	rec := history.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
 		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
 	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
 		rec.Attempt = c.attempt
@@ -341,14 +341,14 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 				e = c.prog.result(c.d.ownLength(c.e))
 				c.grow(e)
 			}
-			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
+			c.hist.Receipts = append(c.hist.Receipts, history.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
 			c.brain.Step(in)
 			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
 		case p.rpcErr:
 			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
 			idx := c.record(rec)
 			c.brain.Step(in)
-			c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: check.DropError})
+			c.hist.Drops = append(c.hist.Drops, history.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: history.DropError})
 			return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
 		}
 		rec.Err = "200 without a stream or a JSON-RPC answer"
@@ -367,7 +367,7 @@ func (c *vclient) grow(e int32) {
 	}
 }
 
-func (c *vclient) record(r check.Request) int {
+func (c *vclient) record(r history.Request) int {
 	c.hist.Requests = append(c.hist.Requests, r)
 	return len(c.hist.Requests) - 1
 }
@@ -545,8 +545,8 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		r.Closed, r.BytesIn = c.now(), nIn
 		return why, away
 	}
-	drop := func(cause check.DropCause, in clients.Input) (clients.Input, bool) {
-		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: cause})
+	drop := func(cause history.DropCause, in clients.Input) (clients.Input, bool) {
+		c.hist.Drops = append(c.hist.Drops, history.Drop{Client: c.id, Seq: c.seq, T: c.now(), Req: int32(ri), Cause: cause})
 		return in, true
 	}
 	var hint time.Duration
@@ -567,14 +567,14 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			case cutTimeout:
 				// The stream ends before its result: a drop (docs/domain.md §6),
 				// though nothing follows it.
-				return drop(check.DropTimeout, clients.Input{Kind: clients.InCallTimeout})
+				return drop(history.DropTimeout, clients.Input{Kind: clients.InCallTimeout})
 			case cutRandom:
-				return drop(check.DropRandom, in)
+				return drop(history.DropRandom, in)
 			case cutFault:
 				c.awayUntil = c.now() + int64(away)
-				return drop(check.DropFault, in)
+				return drop(history.DropFault, in)
 			}
-			return drop(check.DropServer, in)
+			return drop(history.DropServer, in)
 		}
 		if ev.HasRetry {
 			hint = ev.Retry
@@ -604,7 +604,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			if p.index >= 0 {
 				idx = p.index
 			}
-			if cl, k, a, ok := check.ParseToken(p.token); ok && cl == c.id && k == c.seq {
+			if cl, k, a, ok := history.ParseToken(p.token); ok && cl == c.id && k == c.seq {
 				attempt = a
 			}
 			switch {
@@ -617,7 +617,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			}
 		}
 		if idx >= 0 {
-			rc := check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)}
+			rc := history.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)}
 			if own && ev.HasID {
 				rc.ID = ev.ID
 			}
@@ -632,7 +632,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		}
 		if p.rpcErr {
 			end()
-			return drop(check.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
+			return drop(history.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
 		}
 	}
 }

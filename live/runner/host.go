@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 // Saturation bounds: a live run whose lateness exceeds any of them at the
@@ -180,7 +179,7 @@ func (w *hostWatch) schedSince() report.Lateness {
 // against its call's schedule: the producer's start plus index × interval.
 // Events due inside a store fault (skip) are left out: a producer blocked
 // on a Redis that does not answer is the fault, not the host.
-func (w *hostWatch) addProduced(h *check.History, skip func(at int64) bool) {
+func (w *hostWatch) addProduced(h *history.History, skip func(at int64) bool) {
 	type key struct {
 		client, seq, attempt int32
 		replica              int
@@ -266,9 +265,11 @@ func storeFaultAt(sc *scenario.Scenario) func(at int64) bool {
 	for _, d := range sc.Designs {
 		slack = max(slack, d.Store.Timeout+time.Second)
 	}
-	for _, f := range sim.Header(sc, "live").Faults {
-		if f.Kind == "store-outage" || f.Kind == "store-restart" {
-			wins = append(wins, win{int64(f.AtS * 1e9), int64(f.UntilS*1e9) + int64(slack)})
+	ctxF := sc.FaultContext()
+	for _, f := range sc.Faults {
+		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
+			sp := f.Span(ctxF)
+			wins = append(wins, win{int64(sp.At), int64(sp.Until) + int64(slack)})
 		}
 	}
 	return func(at int64) bool {

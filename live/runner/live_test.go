@@ -16,7 +16,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -49,11 +49,11 @@ func TestLiveSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc, _ := f.Scenario("live-smoke")
-	fh, err := os.Open(filepath.Join(run, check.HistoryFile))
+	fh, err := os.Open(filepath.Join(run, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := check.ReadHistories(fh)
+	hist, err := history.ReadHistories(fh)
 	fh.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestLiveSmoke(t *testing.T) {
 	})
 
 	t.Run("HardRestart404", func(t *testing.T) {
-		var kill *check.Applied
+		var kill *history.Applied
 		for i, a := range hist["nostore"].Faults {
 			if s := steps[a.Step]; s.Kind == faults.StepStop && !s.Graceful {
 				kill = &hist["nostore"].Faults[i]
@@ -270,7 +270,7 @@ func TestLiveSmoke(t *testing.T) {
 }
 
 // delivered counts the distinct indices of call c the client received.
-func delivered(h *check.History, c check.Call) int32 {
+func delivered(h *history.History, c history.Call) int32 {
 	seen := map[int32]bool{}
 	for _, rc := range h.Receipts {
 		if rc.Client == c.Client && rc.Seq == c.Seq && rc.Index >= 1 && rc.Index <= c.E {
@@ -284,7 +284,7 @@ func delivered(h *check.History, c check.Call) int32 {
 // or a client-drop fault) of a stream that had an id, on a replica that was
 // neither stopping nor stopped by the time of the resume, was resumed with
 // 200, and that such calls lost nothing. It returns how many it checked.
-func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int {
+func memoryStickyDrops(t *testing.T, h *history.History, steps []faults.Step) int {
 	t.Helper()
 	type ck = [2]int32
 	stops := map[int][]int64{} // replica -> times it began to stop
@@ -304,7 +304,7 @@ func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int 
 			where[k] = place{p.Replica, p.T}
 		}
 	}
-	calls := map[ck]check.Call{}
+	calls := map[ck]history.Call{}
 	for _, c := range h.Calls {
 		calls[ck{c.Client, c.Seq}] = c
 	}
@@ -321,7 +321,7 @@ func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int 
 				break
 			}
 		}
-		if d.Cause != check.DropRandom && d.Cause != check.DropFault || !hadID {
+		if d.Cause != history.DropRandom && d.Cause != history.DropFault || !hadID {
 			bad[k] = true
 			continue
 		}
@@ -331,7 +331,7 @@ func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int 
 			continue
 		}
 		// The next request of this call after the drop.
-		var next *check.Request
+		var next *history.Request
 		for i := range h.Requests {
 			x := &h.Requests[i]
 			if x.Client == d.Client && x.Seq == d.Seq && x.Sent >= d.T && (next == nil || x.Sent < next.Sent) {
@@ -376,9 +376,9 @@ func memoryStickyDrops(t *testing.T, h *check.History, steps []faults.Step) int 
 // the kill at `at` and were not deleted by then, and returns how many of
 // them made a session request afterwards and those whose first such
 // request was not answered 404.
-func sessionsAfterKill(h *check.History, slot int, at int64) (int, []check.Request) {
+func sessionsAfterKill(h *history.History, slot int, at int64) (int, []history.Request) {
 	first := firstAfterKill(h, slot, at)
-	var bad []check.Request
+	var bad []history.Request
 	for _, q := range first {
 		if q.Status != 404 {
 			bad = append(bad, q)
@@ -390,7 +390,7 @@ func sessionsAfterKill(h *check.History, slot int, at int64) (int, []check.Reque
 // firstAfterKill maps each session that ran calls on replica slot before
 // the kill at `at`, and was not deleted by then, to its first session
 // request afterwards (sessions that made none are absent).
-func firstAfterKill(h *check.History, slot int, at int64) map[string]check.Request {
+func firstAfterKill(h *history.History, slot int, at int64) map[string]history.Request {
 	onSlot := map[string]bool{}
 	for _, p := range h.Produced {
 		if p.Replica == slot && p.T < at && p.Session != "" {
@@ -402,7 +402,7 @@ func firstAfterKill(h *check.History, slot int, at int64) map[string]check.Reque
 			delete(onSlot, q.SessionID)
 		}
 	}
-	first := map[string]check.Request{}
+	first := map[string]history.Request{}
 	for _, q := range h.Requests {
 		if !q.Session || !onSlot[q.SessionID] || q.Sent < at {
 			continue

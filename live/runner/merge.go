@@ -13,12 +13,11 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -26,8 +25,8 @@ import (
 type Part struct {
 	Dir       string // the shard's folder
 	Meta      *shard.Meta
-	Histories map[string]*check.History // history.json.gz
-	Report    *report.Report            // the shard's own report.json
+	Histories map[string]*history.History // history.json.gz
+	Report    *report.Report              // the shard's own report.json
 }
 
 // MergeOptions tunes Merge.
@@ -90,7 +89,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		sc: sc, d: d, t0: t0, endpoint: m0.Target, own: d.Own, tool: m0.Tool,
 		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1),
 	}
-	h := &check.History{}
+	h := &history.History{}
 	owner := map[int32]int{} // client -> its shard
 	for i, p := range parts {
 		ph := p.Histories[d.Name]
@@ -98,7 +97,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 			return nil, fmt.Errorf("live: merge: %s holds no history of design %s", p.Dir, d.Name)
 		}
 		if i == 0 {
-			*h = check.History{Horizon: ph.Horizon, Step: ph.Step, Interval: ph.Interval, Stored: ph.Stored, NoStore: ph.NoStore,
+			*h = history.History{Horizon: ph.Horizon, Step: ph.Step, Interval: ph.Interval, Stored: ph.Stored, NoStore: ph.NoStore,
 				HaveProduction: ph.HaveProduction, ByEventID: ph.ByEventID, Faults: ph.Faults}
 		}
 		for _, c := range ph.Calls {
@@ -169,7 +168,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	}
 	row, res := judgeDesign(sc, d, dr, h, in)
 
-	r := sim.Header(sc, "live")
+	r := scenario.Header(sc, "live")
 	blk := &report.Shards{Count: m0.Count, StartAt: m0.StartAt, StartToleranceMS: float64(opts.StartTolerance) / 1e6}
 	for i, p := range parts {
 		m := p.Meta
@@ -207,5 +206,5 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &Output{Report: r, Histories: map[string]*check.History{d.Name: h}, Results: map[string]int{d.Name: len(res)}}, nil
+	return &Output{Report: r, Histories: map[string]*history.History{d.Name: h}, Results: map[string]int{d.Name: len(res)}}, nil
 }

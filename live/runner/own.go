@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/sse"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -134,7 +134,7 @@ func discoverTool(ctx context.Context, hc *http.Client, endpoint, era string) (s
 
 // ownNotes says how a design with a server the user brings was judged,
 // and what the clients saw that the report should flag.
-func ownNotes(o *scenario.OwnServer, tool string, h *check.History) (notes []string, noProgress bool) {
+func ownNotes(o *scenario.OwnServer, tool string, h *history.History) (notes []string, noProgress bool) {
 	how := "server.command: stormsim ran the replicas and its LB"
 	if o.URL != "" {
 		how = "server.url: the clients talked to " + o.URL + " directly"

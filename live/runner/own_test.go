@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -141,7 +141,7 @@ func TestOwnServerByoExample(t *testing.T) {
 			delete(onSlot, q.SessionID)
 		}
 	}
-	first := map[string]check.Request{}
+	first := map[string]history.Request{}
 	for _, q := range h.Requests {
 		if q.Session && onSlot[q.SessionID] && q.Sent >= kill {
 			if f, ok := first[q.SessionID]; !ok || q.Sent < f.Sent {
@@ -163,7 +163,7 @@ func TestOwnServerByoExample(t *testing.T) {
 	// The client drop: calls whose only drop was the fault, and that ended
 	// before the kill, resumed with 200 and lost nothing.
 	type ck = [2]int32
-	drops := map[ck][]check.Drop{}
+	drops := map[ck][]history.Drop{}
 	for _, x := range h.Drops {
 		drops[ck{x.Client, x.Seq}] = append(drops[ck{x.Client, x.Seq}], x)
 	}
@@ -187,7 +187,7 @@ func TestOwnServerByoExample(t *testing.T) {
 	for _, c := range h.Calls {
 		k := ck{c.Client, c.Seq}
 		ds := drops[k]
-		if len(ds) != 1 || ds[0].Cause != check.DropFault || c.End < 0 || c.End >= kill {
+		if len(ds) != 1 || ds[0].Cause != history.DropFault || c.End < 0 || c.End >= kill {
 			continue
 		}
 		cut++
@@ -402,7 +402,7 @@ restart = "echo $STORMSIM_FAULT $STORMSIM_REPLICA > hooked"
 	tt := d.Totals
 	faultDrops := 0
 	for _, x := range h.Drops {
-		if x.Cause == check.DropFault {
+		if x.Cause == history.DropFault {
 			faultDrops++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
 	"github.com/stormsim/stormsim/report"
@@ -312,7 +312,7 @@ func (p *isolation) judge(ev sse.Event, t try, sid string) (report.Leak, bool) {
 		return report.Leak{}, false
 	}
 	l := report.Leak{Probe: t.kind, LastEventID: cut(t.id, 120), EventID: cut(ev.ID, 120), ProbeSession: sid, Call: d.token}
-	if c, _, _, ok := check.ParseToken(d.token); ok {
+	if c, _, _, ok := history.ParseToken(d.token); ok {
 		l.OwnerSession = p.owner(c)
 	}
 	return l, true

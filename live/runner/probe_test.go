@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stormsim/stormsim/expect"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/report"
 )
@@ -136,11 +136,11 @@ func TestIsolationLeakyServer(t *testing.T) {
 	// Each leak names two different sessions, and the owner is the
 	// session in which the call's client made its requests: the recorded
 	// history says so, independently of the probes' own bookkeeping.
-	fh, err := os.Open(filepath.Join(run, check.HistoryFile))
+	fh, err := os.Open(filepath.Join(run, history.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hists, err := check.ReadHistories(fh)
+	hists, err := history.ReadHistories(fh)
 	fh.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestIsolationLeakyServer(t *testing.T) {
 		if l.OwnerSession == "" || l.OwnerSession == l.ProbeSession || l.EventID == "" {
 			t.Errorf("leak %+v: want the event id and two different sessions", l)
 		}
-		c, k, _, ok := check.ParseToken(l.Call)
+		c, k, _, ok := history.ParseToken(l.Call)
 		if !ok {
 			t.Errorf("leak %+v: the call %q is not a client's", l, l.Call)
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
@@ -48,7 +49,7 @@ func serverCounts(ctx context.Context, t *topo.Topology, sc *scenario.Scenario, 
 }
 
 // reconcile holds a judged history to the server-side counts.
-func reconcile(h *check.History, j *check.Judgment, sc *check.ServerCounts, why string) (*int64, *report.Reconciliation) {
+func reconcile(h *history.History, j *history.Judgment, sc *check.ServerCounts, why string) (*int64, *report.Reconciliation) {
 	if sc == nil {
 		return nil, &report.Reconciliation{NotReconcilable: why}
 	}

@@ -36,13 +36,13 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/workload"
 )
@@ -119,7 +119,7 @@ const maxRedisLogLines = 1000
 // Output is a live run's report plus the histories it was judged from.
 type Output struct {
 	Report    *report.Report
-	Histories map[string]*check.History
+	Histories map[string]*history.History
 	// Results counts the vegeta Results written per design.
 	Results map[string]int
 	// Started is when the run's clock started (the last design's): with
@@ -143,7 +143,7 @@ type liveClient interface {
 	// (0: any); away keeps it off the network that long (cutFault).
 	cut(why int, away time.Duration, gen uint64) bool
 	// history is what the client recorded, read once the run is over.
-	history() *check.History
+	history() *history.History
 	ident() int32
 }
 
@@ -187,7 +187,7 @@ func (d *designRun) ownLength(e int32) int32 {
 	return e
 }
 
-func (d *designRun) seed() (uint64, uint64) { return sim.DesignSeed(d.sc.Seed, d.d.Name) }
+func (d *designRun) seed() (uint64, uint64) { return scenario.DesignSeed(d.sc.Seed, d.d.Name) }
 
 // Run runs every selected design of sc live and returns the report.
 func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, error) {
@@ -199,7 +199,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	if len(designs) == 0 {
-		return nil, sim.ErrNoDesigns
+		return nil, scenario.ErrNoDesigns
 	}
 	if opts.RedisAddr != "" {
 		if err := storeFaultsRefused(sc, designs); err != nil {
@@ -245,7 +245,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	r := sim.Header(sc, "live")
+	r := scenario.Header(sc, "live")
 	r.Host = opts.host.verdict()
 	hooked := hookedKinds(designs)
 	for i := range r.Faults {
@@ -256,7 +256,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	for _, o := range outs {
 		r.Faults = append(r.Faults, o.marks...)
 	}
-	out := &Output{Report: r, Histories: map[string]*check.History{}, Results: map[string]int{}}
+	out := &Output{Report: r, Histories: map[string]*history.History{}, Results: map[string]int{}}
 	var enc vegeta.Encoder
 	if opts.Results != nil {
 		enc = vegeta.NewEncoder(opts.Results)
@@ -285,7 +285,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 // designOut is what one design's run gives back.
 type designOut struct {
 	row     report.Design
-	h       *check.History
+	h       *history.History
 	res     []vegeta.Result
 	marks   []report.Fault
 	started time.Time // when its clock started
@@ -432,8 +432,8 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	// The fault schedule, carried out at its times; client drops by the
 	// clients themselves, on the clients the simulator picks.
 	faultErr := make(chan error, 1)
-	var applied []check.Applied // written by the fault goroutine, read after faultErr
-	var hooks sync.WaitGroup    // fault hooks still running
+	var applied []history.Applied // written by the fault goroutine, read after faultErr
+	var hooks sync.WaitGroup      // fault hooks still running
 	var hookMu sync.Mutex
 	var hookNotes []string // guarded by hookMu
 	hooked := map[int]bool{}
@@ -469,7 +469,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 						n++
 					}
 				}
-				applied = append(applied, check.Applied{At: dr.now(), Kind: "client-drop", Step: si})
+				applied = append(applied, history.Applied{At: dr.now(), Kind: "client-drop", Step: si})
 				if opts.Log != nil {
 					fmt.Fprintf(opts.Log, "live %s: %v: client-drop: %d streams dropped\n", d.Name, s.At, n)
 				}
@@ -484,13 +484,13 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 					if opts.sharded() && opts.ShardIndex != 0 {
 						if !hooked[s.Fault] {
 							hooked[s.Fault] = true
-							applied = append(applied, check.Applied{At: int64(s.At), Kind: kind + " (fault_hook; run by shard 0)", Step: si, Replica: s.Replica})
+							applied = append(applied, history.Applied{At: int64(s.At), Kind: kind + " (fault_hook; run by shard 0)", Step: si, Replica: s.Replica})
 						}
 						continue
 					}
 					if !hooked[s.Fault] {
 						hooked[s.Fault] = true
-						applied = append(applied, check.Applied{At: dr.now(), Kind: kind + " (fault_hook)", Step: si, Replica: s.Replica})
+						applied = append(applied, history.Applied{At: dr.now(), Kind: kind + " (fault_hook)", Step: si, Replica: s.Replica})
 						serverApplied = append(serverApplied, fmt.Sprintf("%s: fault_hook %q", kind, cmd))
 						if opts.Log != nil {
 							fmt.Fprintf(opts.Log, "live %s: %v: %s: running fault_hook %q\n", d.Name, s.At, kind, cmd)
@@ -525,7 +525,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				// their own times, by up); the other shards record it.
 				switch {
 				case opts.ServerFault == nil:
-					applied = append(applied, check.Applied{At: int64(s.At), Kind: s.Describe() + " (scheduled; applied by shard 0)", Step: si, Replica: s.Replica})
+					applied = append(applied, history.Applied{At: int64(s.At), Kind: s.Describe() + " (scheduled; applied by shard 0)", Step: si, Replica: s.Replica})
 				case !sent[s.Fault]:
 					sent[s.Fault] = true
 					f, err := atZero(sc.Faults[s.Fault])
@@ -543,12 +543,12 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 						return
 					}
 					serverApplied = append(serverApplied, done...)
-					applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe() + " (stormsim up)", Step: si, Replica: s.Replica})
+					applied = append(applied, history.Applied{At: dr.now(), Kind: s.Describe() + " (stormsim up)", Step: si, Replica: s.Replica})
 					if opts.Log != nil {
 						fmt.Fprintf(opts.Log, "live %s: %v: %s: sent to stormsim up: %s\n", d.Name, s.At, s.Describe(), strings.Join(done, "; "))
 					}
 				default:
-					applied = append(applied, check.Applied{At: int64(s.At), Kind: s.Describe() + " (by stormsim up, at its time)", Step: si, Replica: s.Replica})
+					applied = append(applied, history.Applied{At: int64(s.At), Kind: s.Describe() + " (by stormsim up, at its time)", Step: si, Replica: s.Replica})
 				}
 				continue
 			}
@@ -565,7 +565,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 						from = s.At
 					}
 					neverReady = append(neverReady, neverReadySlot{from: from, err: nr})
-					applied = append(applied, check.Applied{At: dr.now(), Kind: fmt.Sprintf("never ready: replica %d", nr.Slot), Step: si, Replica: nr.Slot})
+					applied = append(applied, history.Applied{At: dr.now(), Kind: fmt.Sprintf("never ready: replica %d", nr.Slot), Step: si, Replica: nr.Slot})
 					if opts.Log != nil {
 						fmt.Fprintf(opts.Log, "live %s: %v: %v\n", d.Name, s.At, nr)
 					}
@@ -583,7 +583,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 				cancel()
 				return
 			}
-			applied = append(applied, check.Applied{At: dr.now(), Kind: s.Describe(), Step: si, Replica: s.Replica})
+			applied = append(applied, history.Applied{At: dr.now(), Kind: s.Describe(), Step: si, Replica: s.Replica})
 			if opts.Log != nil {
 				fmt.Fprintf(opts.Log, "live %s: %v: %s\n", d.Name, s.At, s.Describe())
 			}
@@ -644,7 +644,7 @@ loop:
 	}
 	closed = true
 
-	h := &check.History{
+	h := &history.History{
 		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
 		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
 		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
@@ -670,7 +670,7 @@ loop:
 	var marks []report.Fault
 	for _, x := range exits {
 		at := x.At.Sub(dr.t0)
-		applied = append(applied, check.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
+		applied = append(applied, history.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
 		marks = append(marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds(), Unscheduled: true})
 		if opts.Log != nil {
 			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
@@ -689,7 +689,7 @@ loop:
 			if until == 0 {
 				until = end
 			}
-			applied = append(applied, check.Applied{At: int64(o.from), Kind: "store unreachable: " + o.why, Step: -1, Replica: -1})
+			applied = append(applied, history.Applied{At: int64(o.from), Kind: "store unreachable: " + o.why, Step: -1, Replica: -1})
 			marks = append(marks, report.Fault{Kind: report.KindStoreUnreachable, Label: fmt.Sprintf("%s: redis unreachable", d.Name),
 				AtS: ms(o.from), UntilS: ms(until), Unscheduled: true})
 			if opts.Log != nil && i < len(storeNotes) {
@@ -727,8 +727,8 @@ type judgeIn struct {
 
 // judgeDesign judges a design's history into its report row and its HTTP
 // exchanges as vegeta Results: a run's, or the union of a sharded run's.
-func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *check.History, in *judgeIn) (report.Design, []vegeta.Result) {
-	j := check.Judge(h)
+func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *history.History, in *judgeIn) (report.Design, []vegeta.Result) {
+	j := history.Judge(h)
 	res := vegetaResults(d.Name, dr, h)
 	var m vegeta.Metrics
 	for i := range res {
@@ -839,14 +839,14 @@ type replicaLogLine struct {
 
 // readLogs reads every replica's production log in dir: the events
 // produced, and go-redis's log lines.
-func readLogs(dir string, t0 time.Time) ([]check.Produced, []replicaLogLine, error) {
+func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "replica-*.jsonl"))
 	if err != nil {
 		return nil, nil, err
 	}
 	var lines []replicaLogLine
 	sort.Strings(files)
-	var out []check.Produced
+	var out []history.Produced
 	base := t0.UnixNano()
 	for _, f := range files {
 		var slot int
@@ -873,11 +873,11 @@ func readLogs(dir string, t0 time.Time) ([]check.Produced, []replicaLogLine, err
 				lines = append(lines, replicaLogLine{slot: slot, at: time.Duration(rec.TNS - base), msg: rec.GoRedis})
 				continue
 			}
-			c, k, a, ok := check.ParseToken(rec.Token)
+			c, k, a, ok := history.ParseToken(rec.Token)
 			if !ok {
 				continue
 			}
-			out = append(out, check.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
+			out = append(out, history.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
 				Replica: slot, Session: rec.Session})
 		}
 		fh.Close()
@@ -921,7 +921,7 @@ func storeFaultsRefused(sc *scenario.Scenario, designs []*scenario.Design) error
 }
 
 // vegetaResults turns every recorded request into a vegeta Result.
-func vegetaResults(design string, dr *designRun, h *check.History) []vegeta.Result {
+func vegetaResults(design string, dr *designRun, h *history.History) []vegeta.Result {
 	out := make([]vegeta.Result, len(h.Requests))
 	for i := range h.Requests {
 		r := &h.Requests[i]

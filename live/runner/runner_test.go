@@ -13,7 +13,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/internal/testbin"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -90,13 +90,13 @@ func TestRunInProcess(t *testing.T) {
 		}
 		// A call timeout that ends an open stream is a drop, at the call's
 		// end, of a call that failed.
-		ends := map[[2]int32]check.Call{}
+		ends := map[[2]int32]history.Call{}
 		for _, c := range h.Calls {
 			ends[[2]int32{c.Client, c.Seq}] = c
 		}
 		timeouts, sdkTimeouts := 0, 0
 		for _, x := range h.Drops {
-			if x.Cause != check.DropTimeout {
+			if x.Cause != history.DropTimeout {
 				continue
 			}
 			timeouts++

@@ -13,7 +13,7 @@ import (
 	"github.com/stormsim/stormsim/agree"
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/sim"
@@ -39,7 +39,7 @@ func TestGoSDKFlavours(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := faults.Timeline(sc.Faults, sc.FaultContext())
-	kill := func(h *check.History) (int, int64) {
+	kill := func(h *history.History) (int, int64) {
 		for _, a := range h.Faults {
 			if s := steps[a.Step]; s.Kind == faults.StepStop && !s.Graceful {
 				return a.Replica, a.At
@@ -107,7 +107,7 @@ func TestGoSDKFlavours(t *testing.T) {
 		// Each session of the killed replica whose first request after the
 		// kill got 404: its call must fail with the SDK's session-missing
 		// error.
-		next := map[string]check.Call{}
+		next := map[string]history.Call{}
 		for s, q := range firstAfterKill(h, slot, at) {
 			if q.Status != 404 || q.Seq < 0 {
 				continue

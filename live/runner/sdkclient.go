@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/workload"
 )
@@ -53,7 +53,7 @@ type sdkClient struct {
 	renewAt  int64 // the application connects a new session from then on (app_reconnect); -1 none
 
 	mu      sync.Mutex // guards the rest: the SDK's goroutines record too
-	hist    check.History
+	hist    history.History
 	seq     int32 // the current call, -1 outside one
 	e       int32
 	reached int32 // highest logical index received in the current call
@@ -61,7 +61,7 @@ type sdkClient struct {
 	cur     int   // the stream request now open, -1 for none
 	cancel  context.CancelFunc
 	gen     uint64
-	why     map[int]check.DropCause // streams ended by a drop of ours
+	why     map[int]history.DropCause // streams ended by a drop of ours
 	// lastStream is each call's latest stream request, for the receipts.
 	lastStream map[int32]int
 	// An own server's progress values as indices, by call (nil for
@@ -76,7 +76,7 @@ type sdkClient struct {
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
-	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, renewAt: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
+	c := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, renewAt: -1, why: map[int]history.DropCause{}, lastStream: map[int32]int{}}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	if d.own != nil {
 		c.progs = map[int32]*progressIndex{}
@@ -91,7 +91,7 @@ func (c *sdkClient) now() int64 { return c.d.now() }
 // history seals the client's history and returns it: the SDK's goroutines
 // may still be finishing a stream a call timeout cut, and record nothing
 // once it is sealed.
-func (c *sdkClient) history() *check.History {
+func (c *sdkClient) history() *history.History {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sealed = true
@@ -137,7 +137,7 @@ func (c *sdkClient) begin(seq, n int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
-	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
+	c.hist.Calls = append(c.hist.Calls, history.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
 	if c.progs != nil {
 		c.progs[seq] = newProgressIndex(c.d.own.Tool.Progress)
 		delete(c.progs, seq-2) // its notifications are long over
@@ -185,7 +185,7 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	}
 	var res *mcp.CallToolResult
 	if err == nil {
-		tok := check.Token(c.id, seq, 0)
+		tok := history.Token(c.id, seq, 0)
 		params := &mcp.CallToolParams{Name: "stream",
 			Arguments: map[string]any{"events": n - c.d.resultOnly, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes}}
 		if o := c.d.own; o != nil {
@@ -207,7 +207,7 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		c.mu.Lock()
 		if k := len(c.streams); k > 0 {
 			if r := &c.hist.Requests[c.streams[k-1]]; r.Closed == 0 || r.Closed >= deadline {
-				c.why[c.streams[k-1]] = check.DropTimeout
+				c.why[c.streams[k-1]] = history.DropTimeout
 			}
 		}
 		c.mu.Unlock()
@@ -265,27 +265,27 @@ func (c *sdkClient) finish(end int64, outcome clients.Outcome, cause clients.Cau
 		if c.progs != nil {
 			c.results = append(c.results, sdkResult{ri: len(c.hist.Receipts), seq: c.seq, e: c.d.ownLength(c.e), p: c.progs[c.seq]})
 		}
-		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Index: c.e, T: end, Req: int32(last)})
+		c.hist.Receipts = append(c.hist.Receipts, history.Receipt{Client: c.id, Seq: c.seq, Index: c.e, T: end, Req: int32(last)})
 	}
 	for _, ri := range c.streams {
 		r := &c.hist.Requests[ri]
-		if ri == last && (outcome == clients.Completed || end < 0 || r.Closed == 0 && c.why[ri] != check.DropTimeout) {
+		if ri == last && (outcome == clients.Completed || end < 0 || r.Closed == 0 && c.why[ri] != history.DropTimeout) {
 			continue // carried the result, or open when the run ended (the SDK closes it then)
 		}
 		cause, ok := c.why[ri]
 		if !ok {
-			cause = check.DropServer
+			cause = history.DropServer
 		}
 		t := r.Closed
 		if t == 0 {
 			t = c.now()
 		}
-		if cause == check.DropTimeout && end >= 0 {
+		if cause == history.DropTimeout && end >= 0 {
 			t = min(t, end) // the timeout cut it, whenever the SDK noticed
 		}
-		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: t, Req: int32(ri), Cause: cause})
+		c.hist.Drops = append(c.hist.Drops, history.Drop{Client: c.id, Seq: c.seq, T: t, Req: int32(ri), Cause: cause})
 	}
-	slices.SortStableFunc(c.hist.Drops, func(a, b check.Drop) int { return int(a.T - b.T) })
+	slices.SortStableFunc(c.hist.Drops, func(a, b history.Drop) int { return int(a.T - b.T) })
 	call := &c.hist.Calls[len(c.hist.Calls)-1]
 	call.End, call.Outcome, call.Cause = end, outcome, cause
 	c.seq, c.streams, c.cur, c.cancel = -1, nil, -1, nil
@@ -340,7 +340,7 @@ func (c *sdkClient) lastResumePurged() bool {
 // progress records a progress notification as the receipt of its index.
 func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	tok, _ := req.Params.ProgressToken.(string)
-	cl, seq, att, ok := check.ParseToken(tok)
+	cl, seq, att, ok := history.ParseToken(tok)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// The SDK hands notifications to this handler on its own goroutine, so
@@ -372,7 +372,7 @@ func (c *sdkClient) receive(seq, att int32, progress float64) {
 			call.E = idx + 1
 		}
 	}
-	c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: seq, Attempt: att, Index: idx, T: c.now(), Req: int32(last)})
+	c.hist.Receipts = append(c.hist.Receipts, history.Receipt{Client: c.id, Seq: seq, Attempt: att, Index: idx, T: c.now(), Req: int32(last)})
 	if seq == c.seq {
 		c.reached = max(c.reached, idx)
 	}
@@ -387,9 +387,9 @@ func (c *sdkClient) cut(why int, away time.Duration, gen uint64) bool {
 	if c.cancel == nil || (gen != 0 && gen != c.gen) {
 		return false
 	}
-	cause := check.DropRandom
+	cause := history.DropRandom
 	if why == cutFault {
-		cause = check.DropFault
+		cause = history.DropFault
 		c.awayUntil = c.now() + int64(away)
 	}
 	c.why[c.cur] = cause
@@ -424,7 +424,7 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.mu.Unlock()
 		return c.tr.RoundTrip(req)
 	}
-	rec := check.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
+	rec := history.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
 		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}
 	rec.Session = rec.SessionID != ""
 	if kind == clients.ReqCall || kind == clients.ReqResume {

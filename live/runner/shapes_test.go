@@ -21,7 +21,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/expect"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -78,8 +78,8 @@ func (s *shapeServer) logical() (calls, events int64) {
 	defer s.mu.Unlock()
 	done := map[string]int{}
 	for _, st := range s.streams {
-		if c, k, _, ok := check.ParseToken(st.tok); ok && st.done {
-			done[check.Token(c, k, 0)] = len(st.data)
+		if c, k, _, ok := history.ParseToken(st.tok); ok && st.done {
+			done[history.Token(c, k, 0)] = len(st.data)
 		}
 	}
 	for _, n := range done {
@@ -373,7 +373,7 @@ func TestOwnServerProgressShapes(t *testing.T) {
 				}
 				kinds[fmt.Sprintf("%v/%d", q.Kind, q.Status)]++
 			}
-			causes := map[check.DropCause]int{}
+			causes := map[history.DropCause]int{}
 			for _, x := range h.Drops {
 				causes[x.Cause]++
 			}

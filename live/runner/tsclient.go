@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/tsdk"
 	"github.com/stormsim/stormsim/workload"
@@ -227,7 +227,7 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 }
 
 func newTSClient(d *designRun, id int32, tr http.RoundTripper, p *tsProc) *tsClient {
-	s := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, why: map[int]check.DropCause{}, lastStream: map[int32]int{}}
+	s := &sdkClient{id: id, d: d, tr: tr, seq: -1, cur: -1, why: map[int]history.DropCause{}, lastStream: map[int32]int{}}
 	workload.Seed(&s.work, &s.drops, d.sc.Seed, int(id))
 	if d.own != nil {
 		s.progs = map[int32]*progressIndex{}
@@ -317,7 +317,7 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 	}()
 	var m tsMsg
 	err := c.proc.send(map[string]any{"op": "call", "client": c.id, "seq": seq, "endpoint": endpoint,
-		"name": name, "arguments": args, "token": check.Token(c.id, seq, 0), "renew": renew})
+		"name": name, "arguments": args, "token": history.Token(c.id, seq, 0), "renew": renew})
 	timedOut := false
 	// A late outcome of an earlier call given up on is not this call's.
 	mine := func(got tsMsg) bool { m = got; return got.Seq == seq }
@@ -362,7 +362,7 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 		c.mu.Lock()
 		if k := len(c.streams); k > 0 {
 			if r := &c.hist.Requests[c.streams[k-1]]; r.Closed == 0 || r.Closed >= deadline {
-				c.why[c.streams[k-1]] = check.DropTimeout
+				c.why[c.streams[k-1]] = history.DropTimeout
 			}
 		}
 		c.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/live/check"
+	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/tsdk"
 )
 
@@ -104,7 +104,7 @@ func TestTSServer(t *testing.T) {
 	t.Run("ClientDropResumes", func(t *testing.T) {
 		cut := map[[2]int32]bool{}
 		for _, dr := range h.Drops {
-			if dr.Cause == check.DropFault {
+			if dr.Cause == history.DropFault {
 				cut[[2]int32{dr.Client, dr.Seq}] = true
 			}
 		}
@@ -125,7 +125,7 @@ func TestTSServer(t *testing.T) {
 		if len(sub.Calls) < 10 {
 			t.Fatalf("%d calls cut by the client drop after the restart, want at least 10", len(sub.Calls))
 		}
-		j := check.Judge(sub)
+		j := history.Judge(sub)
 		st := j.Totals
 		t.Logf("client drop: %d calls, %d resumes, %d replayed, %d lost, %d duplicated, %d 404s", len(sub.Calls), st.Resumes, st.EventsReplayed, st.EventsLost, st.EventsDuplicated, st.HTTP404)
 		if st.EventsLost != 0 || st.EventsDuplicated != 0 || st.HTTP404 != 0 {
@@ -144,7 +144,7 @@ func TestTSServer(t *testing.T) {
 
 // subHistory is h restricted to the calls in keep: the checker judges them
 // alone.
-func subHistory(h *check.History, keep map[[2]int32]bool) *check.History {
+func subHistory(h *history.History, keep map[[2]int32]bool) *history.History {
 	s := *h
 	in := func(c, k int32) bool { return keep[[2]int32{c, k}] }
 	s.Calls, s.Requests, s.Receipts, s.Drops, s.Produced = nil, nil, nil, nil, nil
@@ -223,7 +223,7 @@ func TestTSClients(t *testing.T) {
 			t.Errorf("%s: conservation: %+v", d.Name, tt)
 		}
 		// The report is the checker's judgment of the recorded history.
-		if j := check.Judge(h).Totals; j.EventsLost != tt.EventsLost || j.EventsDelivered != tt.EventsDelivered || j.Resumes != tt.Resumes {
+		if j := history.Judge(h).Totals; j.EventsLost != tt.EventsLost || j.EventsDelivered != tt.EventsDelivered || j.Resumes != tt.Resumes {
 			t.Errorf("%s: the checker on the history says %d lost, %d delivered, %d resumes; the report %d, %d, %d",
 				d.Name, j.EventsLost, j.EventsDelivered, j.Resumes, tt.EventsLost, tt.EventsDelivered, tt.Resumes)
 		}

@@ -1,8 +1,10 @@
-// Package check judges a live run the way Jepsen does: the clients record a
-// complete history of what they sent and received, the replicas log every
-// event they produced, and Judge computes the metrics of docs/domain.md §6 from
-// those records afterwards, instead of trusting counters kept during the
-// run.
+// Package history is the record of a run that both engines write and one
+// checker judges, the way Jepsen does: the clients record a complete
+// history of what they sent and received, the replicas log every event they
+// produced, and Judge computes the metrics of docs/domain.md §6 from those
+// records afterwards, instead of trusting counters kept during the run. The
+// live engine writes a history from its clients and replicas; the
+// simulator's per-event oracle writes one from its virtual state.
 //
 // Delivered is counted from the receipts, lost from a per-event
 // classification of the events a call never received, pending from the
@@ -13,9 +15,9 @@
 //
 // holds by construction, as do events_lost = the sum of lost_by_cause and
 // calls = completed + failed + pending: sanity assertions, not evidence.
-// The evidence is Reconcile, which holds a judged history to the replicas'
-// own counters and to Redis, sources Judge does not read.
-package check
+// The evidence is live/check's Reconcile, which holds a judged history to
+// the replicas' own counters and to Redis, sources Judge does not read.
+package history
 
 import (
 	"fmt"

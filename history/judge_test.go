@@ -1,4 +1,4 @@
-package check
+package history_test
 
 import (
 	"fmt"
@@ -6,65 +6,16 @@ import (
 	"testing"
 
 	"github.com/stormsim/stormsim/clients"
+	. "github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/history/historytest"
 	"github.com/stormsim/stormsim/report"
 )
 
-// Times in these histories are written in milliseconds; the history holds ns.
-const ms = int64(1e6)
+// The histories these tests judge are written by hand, in ms
+// (historytest.Builder).
+const ms = historytest.Ms
 
-// hist builds a hand-written history. Every test states the whole history it
-// judges, so the expected counts can be read off it.
-type hist struct{ h *History }
-
-func newHist() *hist {
-	return &hist{h: &History{Horizon: 60_000 * ms, Step: 1_000 * ms, Interval: 200 * ms, HaveProduction: true}}
-}
-
-// call adds a logical call of client c, number k, with E events, started at
-// start ms. end < 0 leaves it pending.
-func (b *hist) call(c, k, e int32, start, end int64, out clients.Outcome, cause clients.Cause) {
-	if end >= 0 {
-		end *= ms
-	}
-	b.h.Calls = append(b.h.Calls, Call{Client: c, Seq: k, E: e, Start: start * ms, End: end, Outcome: out, Cause: cause})
-}
-
-// req adds a request (its times given in ms) and returns its position.
-func (b *hist) req(r Request) int32 {
-	r.Sent *= ms
-	r.Answered *= ms
-	r.Closed *= ms
-	b.h.Requests = append(b.h.Requests, r)
-	return int32(len(b.h.Requests) - 1)
-}
-
-// recv records receipts on request ri's stream: index idx[i] at ts[i] ms.
-func (b *hist) recv(ri int32, idx []int32, ts []int64) {
-	if len(idx) != len(ts) {
-		panic("recv: indices and times differ in length")
-	}
-	r := b.h.Requests[ri]
-	for i := range idx {
-		b.h.Receipts = append(b.h.Receipts, Receipt{Client: r.Client, Seq: r.Seq, Attempt: r.Attempt, Index: idx[i], T: ts[i] * ms, Req: ri})
-	}
-}
-
-// drop records the end of request ri's stream at t ms, before the result.
-func (b *hist) drop(ri int32, t int64) {
-	r := b.h.Requests[ri]
-	b.h.Drops = append(b.h.Drops, Drop{Client: r.Client, Seq: r.Seq, T: t * ms, Req: ri})
-}
-
-// produce logs the start of an attempt at start ms, then indices from..to,
-// the first at first ms and one per Interval after it.
-func (b *hist) produce(c, k, a int32, start, first int64, from, to int32) {
-	b.h.Produced = append(b.h.Produced, Produced{Client: c, Seq: k, Attempt: a, T: start * ms, Start: true})
-	t := first * ms
-	for i := from; i <= to; i++ {
-		b.h.Produced = append(b.h.Produced, Produced{Client: c, Seq: k, Attempt: a, Index: i, T: t})
-		t += b.h.Interval
-	}
-}
+var newHist, seq, at = historytest.New, historytest.Seq, historytest.At
 
 // judge runs Judge and checks what must hold of every judgment: the
 // conservation law, the split of lost by cause, the lost series, and series
@@ -134,46 +85,23 @@ func sum(xs []int64) int64 {
 	return s
 }
 
-func seq(from, to int32) []int32 {
-	var s []int32
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
-// at returns n times, the first at t0 ms and one per dt ms after it.
-func at(t0, dt int64, n int) []int64 {
-	ts := make([]int64, n)
-	for i := range ts {
-		ts[i] = t0 + int64(i)*dt
-	}
-	return ts
-}
-
-// The handshake every session-ful client sends before its first call.
-func (b *hist) handshake(c int32) {
-	b.req(Request{Client: c, Seq: -1, Attempt: -1, Kind: clients.ReqInitialize, Sent: 0, Answered: 20, Closed: 20, Status: 200})
-	b.req(Request{Client: c, Seq: -1, Attempt: -1, Kind: clients.ReqInitialized, Session: true, Sent: 30, Answered: 40, Closed: 40, Status: 202})
-}
-
 // A call of E=5 whose stream breaks after index 2; the resume is answered
 // 404 and the client gives up. The producer lived and produced all 5, so the
 // 3 undelivered events are lost because the call was abandoned.
 func TestJudgeLoss(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.Stored = true
-	b.handshake(0)
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 50, Answered: 100, Closed: 1100, Status: 200})
-	b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
+	b.H.Stored = true
+	b.Handshake(0)
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 50, Answered: 100, Closed: 1100, Status: 200})
+	b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
 		Sent: 1200, Answered: 1250, Closed: 1250, Status: 404})
-	b.call(0, 0, 5, 50, 1300, clients.Failed, clients.CauseAbandoned)
-	b.produce(0, 0, 0, 60, 150, 1, 5) // 150, 350, ..., 950 ms
-	b.recv(call, []int32{0, 1, 2}, []int64{100, 160, 360})
-	b.drop(call, 1100)
+	b.Call(0, 0, 5, 50, 1300, clients.Failed, clients.CauseAbandoned)
+	b.Produce(0, 0, 0, 60, 150, 1, 5) // 150, 350, ..., 950 ms
+	b.Recv(call, []int32{0, 1, 2}, []int64{100, 160, 360})
+	b.Drop(call, 1100)
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsFailed: 1,
 		EventsExpected: 5, EventsDelivered: 2, EventsLost: 3,
@@ -199,17 +127,17 @@ func TestJudgeLoss(t *testing.T) {
 func TestJudgeDuplicate(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.Stored = true
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
-	res := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
+	b.H.Stored = true
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+	res := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
 		Sent: 800, Answered: 850, Closed: 910, Status: 200})
-	b.call(0, 0, 5, 0, 910, clients.Completed, clients.CauseNone)
-	b.produce(0, 0, 0, 10, 100, 1, 5) // 100, 300, 500, 700, 900 ms
-	b.recv(call, []int32{1, 2, 3}, []int64{110, 310, 510})
-	b.drop(call, 700)
-	b.recv(res, []int32{3, 4, 5}, []int64{860, 861, 910})
+	b.Call(0, 0, 5, 0, 910, clients.Completed, clients.CauseNone)
+	b.Produce(0, 0, 0, 10, 100, 1, 5) // 100, 300, 500, 700, 900 ms
+	b.Recv(call, []int32{1, 2, 3}, []int64{110, 310, 510})
+	b.Drop(call, 700)
+	b.Recv(res, []int32{3, 4, 5}, []int64{860, 861, 910})
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsCompleted: 1,
 		EventsExpected: 5, EventsDelivered: 5,
@@ -232,22 +160,22 @@ func TestJudgeDuplicate(t *testing.T) {
 func TestJudgeByEventID(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.HaveProduction, b.h.ByEventID = false, true
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
-	res := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 3,
+	b.H.HaveProduction, b.H.ByEventID = false, true
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+	res := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 3,
 		Sent: 800, Answered: 850, Closed: 1000, Status: 200})
-	b.call(0, 0, 5, 0, 1000, clients.Completed, clients.CauseNone)
+	b.Call(0, 0, 5, 0, 1000, clients.Completed, clients.CauseNone)
 	ids := []string{"a", "b", "b", "c", "c2"} // "b" written twice; index 3 again under another id
 	for i, idx := range []int32{1, 2, 2, 3, 3} {
-		b.h.Receipts = append(b.h.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(100+100*i) * ms, Req: call, ID: ids[i]})
+		b.H.Receipts = append(b.H.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(100+100*i) * ms, Req: call, ID: ids[i]})
 	}
-	b.drop(call, 700)
+	b.Drop(call, 700)
 	// The resume restarts the progress: 1, 2, 3 again under new ids, then 4, 5.
 	for i, idx := range []int32{1, 2, 3, 4, 5} {
-		b.h.Receipts = append(b.h.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(860+10*i) * ms, Req: res, ID: fmt.Sprintf("r%d", i)})
+		b.H.Receipts = append(b.H.Receipts, Receipt{Client: 0, Seq: 0, Index: idx, T: int64(860+10*i) * ms, Req: res, ID: fmt.Sprintf("r%d", i)})
 	}
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsCompleted: 1,
 		EventsExpected: 5, EventsDelivered: 5,
@@ -275,12 +203,12 @@ func TestJudgeReordering(t *testing.T) {
 		t.Run(fmt.Sprint(tc.order), func(t *testing.T) {
 			t.Parallel()
 			b := newHist()
-			call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 900, Status: 200})
-			b.call(0, 0, 4, 0, 900, clients.Completed, clients.CauseNone)
-			b.produce(0, 0, 0, 10, 100, 1, 4)
-			b.recv(call, tc.order, at(600, 100, 4))
+			call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 900, Status: 200})
+			b.Call(0, 0, 4, 0, 900, clients.Completed, clients.CauseNone)
+			b.Produce(0, 0, 0, 10, 100, 1, 4)
+			b.Recv(call, tc.order, at(600, 100, 4))
 
-			j := judge(t, b.h)
+			j := judge(t, b.H)
 			wantTotals(t, j.Totals, report.Totals{
 				Calls: 1, CallsCompleted: 1,
 				EventsExpected: 4, EventsDelivered: 4,
@@ -296,16 +224,16 @@ func TestJudgeReordering(t *testing.T) {
 func TestJudgePurgeGap(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.Stored = true
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 600, Status: 200})
-	b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
+	b.H.Stored = true
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 600, Status: 200})
+	b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 2,
 		Sent: 700, Answered: 750, Closed: 750, Status: 400, Purged: true})
-	b.call(0, 0, 6, 0, 760, clients.Failed, clients.CausePurged)
-	b.produce(0, 0, 0, 10, 100, 1, 6) // 100 ... 1100 ms: the producer lived
-	b.recv(call, []int32{1, 2}, []int64{110, 310})
-	b.drop(call, 600)
+	b.Call(0, 0, 6, 0, 760, clients.Failed, clients.CausePurged)
+	b.Produce(0, 0, 0, 10, 100, 1, 6) // 100 ... 1100 ms: the producer lived
+	b.Recv(call, []int32{1, 2}, []int64{110, 310})
+	b.Drop(call, 600)
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsFailed: 1,
 		EventsExpected: 6, EventsDelivered: 2, EventsLost: 4,
@@ -338,15 +266,15 @@ func TestJudgeUnproducedTail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := newHist()
-			b.h.Stored = true
-			call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+			b.H.Stored = true
+			call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
 			// The session lived on the dead replica.
-			b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: tc.recv[len(tc.recv)-1],
+			b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: tc.recv[len(tc.recv)-1],
 				Sent: 900, Answered: 950, Closed: 950, Status: 404})
-			b.call(0, 0, 10, 0, 1000, clients.Failed, clients.CauseAbandoned)
-			b.produce(0, 0, 0, 10, 200, 1, 3) // 200, 400, 600 ms, then nothing
-			b.recv(call, tc.recv, at(210, 200, len(tc.recv)))
-			b.drop(call, 700)
+			b.Call(0, 0, 10, 0, 1000, clients.Failed, clients.CauseAbandoned)
+			b.Produce(0, 0, 0, 10, 200, 1, 3) // 200, 400, 600 ms, then nothing
+			b.Recv(call, tc.recv, at(210, 200, len(tc.recv)))
+			b.Drop(call, 700)
 
 			want := tc.want
 			want.Calls, want.CallsFailed = 1, 1
@@ -356,7 +284,7 @@ func TestJudgeUnproducedTail(t *testing.T) {
 			want.Requests, want.SessionRequests = 2, 2
 			want.HTTP404, want.Rate404 = 1, 0.5
 			want.StorePeakOpsPerS = 3
-			j := judge(t, b.h)
+			j := judge(t, b.H)
 			wantTotals(t, j.Totals, want)
 		})
 	}
@@ -368,17 +296,17 @@ func TestJudgeUnproducedTail(t *testing.T) {
 func TestJudgeReissue(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	a0 := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
-	a1 := b.req(Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Session: true, Reconnect: true, Reissue: true,
+	a0 := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 700, Status: 200})
+	a1 := b.Req(Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Session: true, Reconnect: true, Reissue: true,
 		Sent: 900, Answered: 950, Closed: 1910, Status: 200})
-	b.call(0, 0, 5, 0, 1910, clients.Completed, clients.CauseNone)
-	b.produce(0, 0, 0, 10, 200, 1, 3)   // 200, 400, 600 ms, then the process dies
-	b.produce(0, 0, 1, 920, 1100, 1, 5) // 1100 ... 1900 ms
-	b.recv(a0, seq(1, 3), at(210, 200, 3))
-	b.drop(a0, 700)
-	b.recv(a1, seq(1, 5), at(1110, 200, 5))
+	b.Call(0, 0, 5, 0, 1910, clients.Completed, clients.CauseNone)
+	b.Produce(0, 0, 0, 10, 200, 1, 3)   // 200, 400, 600 ms, then the process dies
+	b.Produce(0, 0, 1, 920, 1100, 1, 5) // 1100 ... 1900 ms
+	b.Recv(a0, seq(1, 3), at(210, 200, 3))
+	b.Drop(a0, 700)
+	b.Recv(a1, seq(1, 5), at(1110, 200, 5))
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsCompleted: 1, CallsReissued: 1,
 		EventsExpected: 5, EventsDelivered: 5,
@@ -402,19 +330,19 @@ func TestJudgeReissue(t *testing.T) {
 func TestJudgePending(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 59_000, Answered: 59_050, Closed: 60_000, Status: 200})
-	b.call(0, 0, 5, 59_000, -1, 0, clients.CauseNone)
-	b.produce(0, 0, 0, 59_010, 59_400, 1, 3) // 59.4, 59.6, 59.8 s: the run ends
-	b.recv(call, []int32{0, 1, 2}, []int64{59_050, 59_410, 59_610})
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 59_000, Answered: 59_050, Closed: 60_000, Status: 200})
+	b.Call(0, 0, 5, 59_000, -1, 0, clients.CauseNone)
+	b.Produce(0, 0, 0, 59_010, 59_400, 1, 3) // 59.4, 59.6, 59.8 s: the run ends
+	b.Recv(call, []int32{0, 1, 2}, []int64{59_050, 59_410, 59_610})
 	// A second call whose request the client has not sent yet.
-	b.call(1, 0, 4, 59_900, -1, 0, clients.CauseNone)
+	b.Call(1, 0, 4, 59_900, -1, 0, clients.CauseNone)
 	// A completed call alongside.
-	done := b.req(Request{Client: 2, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 500, Status: 200})
-	b.call(2, 0, 2, 0, 500, clients.Completed, clients.CauseNone)
-	b.produce(2, 0, 0, 10, 100, 1, 2)
-	b.recv(done, []int32{1, 2}, []int64{110, 310})
+	done := b.Req(Request{Client: 2, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 500, Status: 200})
+	b.Call(2, 0, 2, 0, 500, clients.Completed, clients.CauseNone)
+	b.Produce(2, 0, 0, 10, 100, 1, 2)
+	b.Recv(done, []int32{1, 2}, []int64{110, 310})
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 3, CallsCompleted: 1, CallsPending: 2,
 		EventsExpected: 11, EventsDelivered: 4,
@@ -429,17 +357,17 @@ func TestJudgePending(t *testing.T) {
 func TestJudgeReplayAndRecoveryLatency(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.Stored = true
-	call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 1000, Status: 200})
-	res := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 4,
+	b.H.Stored = true
+	call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Session: true, Sent: 0, Answered: 50, Closed: 1000, Status: 200})
+	res := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqResume, Session: true, Reconnect: true, Cursor: 4,
 		Sent: 1500, Answered: 1600, Closed: 2010, Status: 200})
-	b.call(0, 0, 10, 0, 2010, clients.Completed, clients.CauseNone)
-	b.produce(0, 0, 0, 10, 200, 1, 10) // index i at 200·i ms
-	b.recv(call, seq(1, 4), at(210, 200, 4))
-	b.drop(call, 1000)
-	b.recv(res, seq(5, 10), []int64{1700, 1701, 1702, 1703, 1810, 2010})
+	b.Call(0, 0, 10, 0, 2010, clients.Completed, clients.CauseNone)
+	b.Produce(0, 0, 0, 10, 200, 1, 10) // index i at 200·i ms
+	b.Recv(call, seq(1, 4), at(210, 200, 4))
+	b.Drop(call, 1000)
+	b.Recv(res, seq(5, 10), []int64{1700, 1701, 1702, 1703, 1810, 2010})
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantTotals(t, j.Totals, report.Totals{
 		Calls: 1, CallsCompleted: 1,
 		EventsExpected: 10, EventsDelivered: 10,
@@ -461,14 +389,14 @@ func TestJudgeWasted(t *testing.T) {
 	t.Run("abandoned", func(t *testing.T) {
 		t.Parallel()
 		b := newHist()
-		b.h.NoStore = true
-		call := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
-		b.call(0, 0, 5, 0, 500, clients.Failed, clients.CauseAbandoned)
-		b.produce(0, 0, 0, 10, 200, 1, 5) // the producer runs on to the end
-		b.recv(call, []int32{1, 2}, []int64{210, 410})
-		b.drop(call, 500)
+		b.H.NoStore = true
+		call := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
+		b.Call(0, 0, 5, 0, 500, clients.Failed, clients.CauseAbandoned)
+		b.Produce(0, 0, 0, 10, 200, 1, 5) // the producer runs on to the end
+		b.Recv(call, []int32{1, 2}, []int64{210, 410})
+		b.Drop(call, 500)
 
-		j := judge(t, b.h)
+		j := judge(t, b.H)
 		wantTotals(t, j.Totals, report.Totals{
 			Calls: 1, CallsFailed: 1,
 			EventsExpected: 5, EventsDelivered: 2, EventsLost: 3,
@@ -480,18 +408,18 @@ func TestJudgeWasted(t *testing.T) {
 	t.Run("reissued", func(t *testing.T) {
 		t.Parallel()
 		b := newHist()
-		b.h.NoStore = true
-		a0 := b.req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
-		a1 := b.req(Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Reconnect: true, Reissue: true,
+		b.H.NoStore = true
+		a0 := b.Req(Request{Client: 0, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 0, Answered: 50, Closed: 500, Status: 200})
+		a1 := b.Req(Request{Client: 0, Seq: 0, Attempt: 1, Kind: clients.ReqCall, Reconnect: true, Reissue: true,
 			Sent: 600, Answered: 650, Closed: 1610, Status: 200})
-		b.call(0, 0, 5, 0, 1610, clients.Completed, clients.CauseNone)
-		b.produce(0, 0, 0, 10, 200, 1, 5)  // 200 ... 1000 ms
-		b.produce(0, 0, 1, 610, 800, 1, 5) // 800 ... 1600 ms
-		b.recv(a0, []int32{1, 2}, []int64{210, 410})
-		b.drop(a0, 500)
-		b.recv(a1, seq(1, 5), at(810, 200, 5))
+		b.Call(0, 0, 5, 0, 1610, clients.Completed, clients.CauseNone)
+		b.Produce(0, 0, 0, 10, 200, 1, 5)  // 200 ... 1000 ms
+		b.Produce(0, 0, 1, 610, 800, 1, 5) // 800 ... 1600 ms
+		b.Recv(a0, []int32{1, 2}, []int64{210, 410})
+		b.Drop(a0, 500)
+		b.Recv(a1, seq(1, 5), at(810, 200, 5))
 
-		j := judge(t, b.h)
+		j := judge(t, b.H)
 		wantTotals(t, j.Totals, report.Totals{
 			Calls: 1, CallsCompleted: 1, CallsReissued: 1,
 			EventsExpected: 5, EventsDelivered: 5,
@@ -507,20 +435,20 @@ func TestJudgeWasted(t *testing.T) {
 func TestJudgeActiveStreams(t *testing.T) {
 	t.Parallel()
 	b := newHist()
-	b.h.Horizon = 5_000 * ms
+	b.H.Horizon = 5_000 * ms
 	for i, r := range [][2]int64{
 		{500, 3500},  // open at 1, 2 and 3 s
 		{1200, 1900}, // within step 1: never open at a step's end
 		{1500, 2000}, // closed exactly at 2 s: not open then
 		{2000, 2001}, // answered exactly at 2 s: open then
 	} {
-		b.req(Request{Client: int32(i), Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: r[0], Answered: r[0], Closed: r[1], Status: 200})
+		b.Req(Request{Client: int32(i), Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: r[0], Answered: r[0], Closed: r[1], Status: 200})
 	}
 	// Neither a failed call nor a non-stream request is a stream.
-	b.req(Request{Client: 9, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 100, Answered: 100, Closed: 4000, Status: 503})
-	b.req(Request{Client: 9, Seq: -1, Attempt: -1, Kind: clients.ReqStandalone, Sent: 100, Answered: 100, Closed: 4000, Status: 200})
+	b.Req(Request{Client: 9, Seq: 0, Attempt: 0, Kind: clients.ReqCall, Sent: 100, Answered: 100, Closed: 4000, Status: 503})
+	b.Req(Request{Client: 9, Seq: -1, Attempt: -1, Kind: clients.ReqStandalone, Sent: 100, Answered: 100, Closed: 4000, Status: 200})
 
-	j := judge(t, b.h)
+	j := judge(t, b.H)
 	wantSeries(t, "active_streams", j.Series.ActiveStreams, map[int]int64{0: 1, 1: 2, 2: 1})
 	if j.Totals.HTTP503 != 1 || j.Totals.Requests != 6 {
 		t.Errorf("http_503 %d, requests %d; want 1, 6", j.Totals.HTTP503, j.Totals.Requests)

@@ -1,4 +1,4 @@
-package check
+package history
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ func EncodeHistories(h map[string]*History) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := json.NewEncoder(zw).Encode(h); err != nil {
-		return nil, fmt.Errorf("check: encoding histories: %w", err)
+		return nil, fmt.Errorf("history: encoding histories: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("check: encoding histories: %w", err)
+		return nil, fmt.Errorf("history: encoding histories: %w", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -29,12 +29,12 @@ func EncodeHistories(h map[string]*History) ([]byte, error) {
 func ReadHistories(r io.Reader) (map[string]*History, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("check: reading histories: %w", err)
+		return nil, fmt.Errorf("history: reading histories: %w", err)
 	}
 	defer zr.Close()
 	var h map[string]*History
 	if err := json.NewDecoder(zr).Decode(&h); err != nil {
-		return nil, fmt.Errorf("check: reading histories: %w", err)
+		return nil, fmt.Errorf("history: reading histories: %w", err)
 	}
 	return h, nil
 }
