@@ -18,16 +18,17 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/stormsim/stormsim/orchestrate"
 )
 
 // Exit codes. docs/reference.md lists them.
 const (
-	ExitOK          = 0   // success; every threshold held
-	ExitError       = 1   // the run failed (I/O, an engine error)
-	ExitUsage       = 2   // a bad scenario file or bad arguments
-	ExitSaturated   = 97  // a live run's host was saturated: no verdict (wins over 98 and 99)
-	ExitThreshold   = 99  // a threshold in the scenario's expect table failed
-	ExitInterrupted = 130 // interrupted by SIGINT or SIGTERM; nothing was written
+	ExitOK          = orchestrate.ExitOK        // success; every threshold held
+	ExitError       = orchestrate.ExitError     // the run failed (I/O, an engine error)
+	ExitUsage       = 2                         // a bad scenario file or bad arguments
+	ExitSaturated   = orchestrate.ExitSaturated // a live run's host was saturated: no verdict (wins over 98 and 99)
+	ExitThreshold   = orchestrate.ExitThreshold // a threshold in the scenario's expect table failed
+	ExitInterrupted = 130                       // interrupted by SIGINT or SIGTERM; nothing was written
 )
 
 // usageError marks an error caused by bad input, which exits 2.
@@ -193,12 +194,7 @@ func splitList(fs *flag.FlagSet, cmd, name, value string) ([]string, error) {
 }
 
 // plural is n and the noun, with an s when n is not 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+var plural = orchestrate.Plural
 
 // parse accepts flags before and after positional arguments.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
+	"github.com/stormsim/stormsim/orchestrate"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -42,60 +44,14 @@ type mergeFlags struct {
 
 func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	var f mergeFlags
-	fs := newFlags(env, "merge", "DIR... [flags]",
-		"Join the shards of a live run split N ways (run --shard i/N, a Kubernetes Indexed Job's pods) into one run:\n"+
-			"each DIR is a shard folder (shard-<i>-of-<N>/) or a folder holding them. The set must be complete:\n"+
-			"every index 0..N-1 once, the same count, scenario, scenario hash, seed, design, target and start time\n"+
-			"in each, and each done (its done marker written); otherwise merge names every problem and exits 2.\n"+
-			"The scenario is the one the shards ran (the first shard's scenarios.toml with its --set overrides).\n"+
-			"One checker judges the union of the shards' histories as if one machine had run every client, and\n"+
-			"merge writes report.json (with a shards block), summary.md, series.csv, the charts, report.html,\n"+
-			"results.bin and history.json.gz to OUT/<scenario>/<start time>-seed<N>/, then judges the thresholds\n"+
-			"and the host saturation as run does.")
-	fs.StringVar(&f.out, "out", "results", "results `dir`")
-	fs.IntVar(&f.expect, "expect", 0, "the run was split `N` ways: fewer or more is a problem (default: the count the shards say)")
-	fs.DurationVar(&f.wait, "wait", 0, "wait up to `D` for every shard's done marker before merging, looking once a second (the merge Job's wait: Kubernetes has no Job-to-Job dependency)")
-	fs.BoolVar(&f.allowRerun, "allow-rerun", false, "an index run twice (a rescheduled pod; its folder is shard-<i>-of-<N>.runK): merge the run that finished last, and say which was left out, instead of exiting 2")
-	fs.StringVar(&f.upLogs, "up-logs", "", "the logs `dir` of the stormsim up the shards ran against: its production logs and counters judge the server's side too")
-	fs.DurationVar(&f.tolerance, "start-tolerance", time.Second, "a shard that started more than `D` after the start time is reported late")
-	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
-	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table")
-	fs.BoolVar(&f.noSat, "no-saturation-check", false, "give a verdict even when a shard's host fell behind the run's schedule (without this flag such a run exits 97)")
-	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	fs := f.define(env)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("merge: want at least one DIR: a shard folder (shard-<i>-of-<N>/) or the folder that holds them")
-	}
 	expectGiven := visited(fs, "expect")
-	switch {
-	case expectGiven && f.expect < 1:
-		return usagef("merge: --expect %d: want at least 1 (leave it out for the count the shards say)", f.expect)
-	case f.wait < 0:
-		return usagef("merge: --wait %s: want 0 (no waiting) or more", f.wait)
-	case f.tolerance < 0:
-		return usagef("merge: --start-tolerance %s: want 0 or more", f.tolerance)
-	}
-	if f.wait > 0 {
-		if err := shard.Wait(ctx, pos, f.expect, f.wait, mergePoll); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("merge: %w", err)
-		}
-	}
-	// up's logs folder is looked at once the shards are done: a merge Job
-	// starts beside up, which may not have made it yet.
-	if f.upLogs != "" {
-		st, err := os.Stat(f.upLogs)
-		if err != nil {
-			return usagef("merge: --up-logs: %w", err)
-		}
-		if !st.IsDir() {
-			return usagef("merge: --up-logs %s is not a folder (give the logs folder stormsim up named at start)", f.upLogs)
-		}
+	if err := f.check(ctx, pos, expectGiven); err != nil {
+		return err
 	}
 	found, err := shard.Discover(pos)
 	if err != nil {
@@ -172,34 +128,7 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var checks []expect.Result
-	if !f.noThresh {
-		checks = expect.Evaluate(rep, sc.Expect)
-	}
-	if !f.quiet {
-		if err := rep.WriteTable(env.Stdout); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "\nmerged %s into one run\n", plural(len(parts), "shard"))
-		fmt.Fprintf(env.Stdout, "report: %s\n", filepath.Join(dir, "report.json"))
-		if !f.noCharts {
-			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(dir, plots.PageName))
-		}
-		if len(checks) > 0 {
-			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(checks), len(expect.Failed(checks)))
-		}
-	}
-	if !f.noSat {
-		// A saturated shard host gives the merged run no verdict: exit
-		// 97, before the thresholds (99).
-		if err := saturated([]*report.Report{rep}, false); err != nil {
-			return err
-		}
-	}
-	if failed := expect.Failed(checks); len(failed) > 0 {
-		return &expect.Breach{Failed: failed}
-	}
-	return nil
+	return f.verdict(env, sc, rep, dir, len(parts))
 }
 
 // mergeScenario loads the scenario the shards ran: the copy of the
@@ -248,4 +177,96 @@ func readPart(p *shard.Found) (runner.Part, error) {
 		return runner.Part{}, err
 	}
 	return runner.Part{Dir: p.Dir, Meta: p.Meta, Histories: h, Report: rep}, nil
+}
+
+// define makes merge's flag set, with f taking the values.
+func (f *mergeFlags) define(env *Env) *flag.FlagSet {
+	fs := newFlags(env, "merge", "DIR... [flags]",
+		"Join the shards of a live run split N ways (run --shard i/N, a Kubernetes Indexed Job's pods) into one run:\n"+
+			"each DIR is a shard folder (shard-<i>-of-<N>/) or a folder holding them. The set must be complete:\n"+
+			"every index 0..N-1 once, the same count, scenario, scenario hash, seed, design, target and start time\n"+
+			"in each, and each done (its done marker written); otherwise merge names every problem and exits 2.\n"+
+			"The scenario is the one the shards ran (the first shard's scenarios.toml with its --set overrides).\n"+
+			"One checker judges the union of the shards' histories as if one machine had run every client, and\n"+
+			"merge writes report.json (with a shards block), summary.md, series.csv, the charts, report.html,\n"+
+			"results.bin and history.json.gz to OUT/<scenario>/<start time>-seed<N>/, then judges the thresholds\n"+
+			"and the host saturation as run does.")
+	fs.StringVar(&f.out, "out", "results", "results `dir`")
+	fs.IntVar(&f.expect, "expect", 0, "the run was split `N` ways: fewer or more is a problem (default: the count the shards say)")
+	fs.DurationVar(&f.wait, "wait", 0, "wait up to `D` for every shard's done marker before merging, looking once a second (the merge Job's wait: Kubernetes has no Job-to-Job dependency)")
+	fs.BoolVar(&f.allowRerun, "allow-rerun", false, "an index run twice (a rescheduled pod; its folder is shard-<i>-of-<N>.runK): merge the run that finished last, and say which was left out, instead of exiting 2")
+	fs.StringVar(&f.upLogs, "up-logs", "", "the logs `dir` of the stormsim up the shards ran against: its production logs and counters judge the server's side too")
+	fs.DurationVar(&f.tolerance, "start-tolerance", time.Second, "a shard that started more than `D` after the start time is reported late")
+	fs.BoolVar(&f.noCharts, "no-charts", false, "skip the charts and report.html")
+	fs.BoolVar(&f.noThresh, "no-thresholds", false, "do not judge the scenario's expect table")
+	fs.BoolVar(&f.noSat, "no-saturation-check", false, "give a verdict even when a shard's host fell behind the run's schedule (without this flag such a run exits 97)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	return fs
+}
+
+// check checks merge's arguments and waits, with --wait, for the shards.
+func (f *mergeFlags) check(ctx context.Context, pos []string, expectGiven bool) error {
+	if len(pos) == 0 {
+		return usagef("merge: want at least one DIR: a shard folder (shard-<i>-of-<N>/) or the folder that holds them")
+	}
+	switch {
+	case expectGiven && f.expect < 1:
+		return usagef("merge: --expect %d: want at least 1 (leave it out for the count the shards say)", f.expect)
+	case f.wait < 0:
+		return usagef("merge: --wait %s: want 0 (no waiting) or more", f.wait)
+	case f.tolerance < 0:
+		return usagef("merge: --start-tolerance %s: want 0 or more", f.tolerance)
+	}
+	if f.wait > 0 {
+		if err := shard.Wait(ctx, pos, f.expect, f.wait, mergePoll); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("merge: %w", err)
+		}
+	}
+	// up's logs folder is looked at once the shards are done: a merge Job
+	// starts beside up, which may not have made it yet.
+	if f.upLogs != "" {
+		st, err := os.Stat(f.upLogs)
+		if err != nil {
+			return usagef("merge: --up-logs: %w", err)
+		}
+		if !st.IsDir() {
+			return usagef("merge: --up-logs %s is not a folder (give the logs folder stormsim up named at start)", f.upLogs)
+		}
+	}
+	return nil
+}
+
+// verdict prints the merged run's table and where it went, judges its
+// thresholds, and gives the verdict as run does.
+func (f *mergeFlags) verdict(env *Env, sc *scenario.Scenario, rep *report.Report, dir string, shards int) error {
+	var checks []expect.Result
+	if !f.noThresh {
+		checks = expect.Evaluate(rep, sc.Expect)
+	}
+	if !f.quiet {
+		if err := rep.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nmerged %s into one run\n", plural(shards, "shard"))
+		fmt.Fprintf(env.Stdout, "report: %s\n", filepath.Join(dir, "report.json"))
+		if !f.noCharts {
+			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(dir, plots.PageName))
+		}
+		if len(checks) > 0 {
+			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(checks), len(expect.Failed(checks)))
+		}
+	}
+	var verdict orchestrate.Findings
+	if !f.noSat {
+		// A saturated shard host gives the merged run no verdict: exit
+		// 97, before the thresholds (99).
+		verdict.Saturated = orchestrate.Saturated([]*report.Report{rep}, false)
+	}
+	if failed := expect.Failed(checks); len(failed) > 0 {
+		verdict.Breach = &expect.Breach{Failed: failed}
+	}
+	return verdict.Verdict(orchestrate.OneRun)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/expect"
+	"github.com/stormsim/stormsim/orchestrate"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -146,145 +147,157 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	date := time.Now().UTC().Format("2006-01-02")
-	files := map[string][]byte{}
-	junit := &expect.JUnit{Name: "stormsim nightly " + date, AcceptBetter: acceptBetter}
-	var sum strings.Builder
-	fmt.Fprintf(&sum, "# stormsim nightly %s\n\n| scenario | checks | failed | baseline changes | report |\n|---|---|---|---|---|\n", date)
-	var thresholdsFailed, baselinesFailed, noVerdict int
-	var failLines, noteLines, liveLines []string
+	nt := &night{engine: engine, seeds: seeds, quiet: quiet, acceptBetter: acceptBetter, baselines: baselines,
+		files: map[string][]byte{}, junit: &expect.JUnit{Name: "stormsim nightly " + date, AcceptBetter: acceptBetter}}
+	fmt.Fprintf(&nt.sum, "# stormsim nightly %s\n\n| scenario | checks | failed | baseline changes | report |\n|---|---|---|---|---|\n", date)
 	for _, sc := range scs {
-		eng, n := nightlyEngine(sc, engine, seeds)
-		if eng == "live" {
-			liveLines = append(liveLines, fmt.Sprintf("%s, %s", sc.Name, plural(n, "seed")))
-		}
-		if !quiet && eng == "live" {
-			fmt.Fprintf(env.Stderr, "%s: live, %s\n", sc.Name, plural(n, "seed"))
-		}
-		r, err := f.runOn(ctx, sc, eng, n)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("nightly: %s: %w", sc.Name, err)
-		}
-		runFiles, err := r.Files()
-		if err != nil {
+		if err := nt.scenario(ctx, env, &f, sc); err != nil {
 			return err
 		}
-		charts, err := plots.Render(r)
-		if err != nil {
-			return err
+	}
+	if len(nt.failLines) > 0 {
+		nt.sum.WriteString("\n## Failures\n\n")
+		for _, l := range nt.failLines {
+			nt.sum.WriteString("- " + l + "\n")
 		}
-		files[sc.Name+"/report.json"] = runFiles["report.json"]
-		files[sc.Name+"/summary.md"] = runFiles["summary.md"]
-		files[sc.Name+"/"+plots.PageName] = charts[plots.PageName]
+	}
+	if len(nt.noteLines) > 0 {
+		nt.sum.WriteString("\n## Notes\n\n")
+		for _, l := range nt.noteLines {
+			nt.sum.WriteString("- " + l + "\n")
+		}
+	}
+	ju, err := nt.junit.Marshal()
+	if err != nil {
+		return err
+	}
+	nt.files["junit.xml"] = ju
+	nt.files["summary.md"] = []byte(nt.sum.String())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dir, err := replaceDir(out, date, nt.files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(nt.junit.Tests, "test"), nt.junit.Failures, filepath.Join(dir, "junit.xml"))
+	for _, l := range nt.liveLines {
+		fmt.Fprintln(env.Stdout, "  live: "+l)
+	}
+	for _, l := range nt.failLines {
+		fmt.Fprintln(env.Stdout, "  "+l)
+	}
+	for _, l := range nt.noteLines {
+		fmt.Fprintln(env.Stdout, "  note: "+l)
+	}
+	return nt.verdict(len(scs))
+}
 
-		if h := r.Host; h != nil && h.Saturated {
-			// A live run on a saturated host gives no verdict: skipped in
-			// JUnit with the reason, exit 97 if nothing else failed.
-			var designs []string
-			for _, d := range r.Designs {
-				designs = append(designs, d.Name)
-			}
-			reason := "host saturated: " + strings.Join(h.Reasons, "; ")
-			junit.AddNoVerdict(sc.Name, designs, reason)
-			noVerdict++
-			noteLines = append(noteLines, sc.Name+": no verdict: "+reason)
-			fmt.Fprintf(&sum, "| %s | 0 | 0 | no verdict: host saturated | [report.html](%s/report.html) |\n", sc.Name, sc.Name)
-			continue
+// night is a nightly run in progress: its settings, the files it writes
+// and what it found so far.
+type night struct {
+	engine, baselines                 string
+	seeds                             int
+	quiet, acceptBetter               bool
+	files                             map[string][]byte
+	junit                             *expect.JUnit
+	sum                               strings.Builder
+	thresholdsFailed, baselinesFailed int
+	noVerdict                         int
+	failLines, noteLines, liveLines   []string
+}
+
+// scenario runs one scenario on its engine, judges its thresholds and
+// compares it with its baseline, and records what it found.
+func (nt *night) scenario(ctx context.Context, env *Env, f *scenarioFlags, sc *scenario.Scenario) error {
+	eng, n := nightlyEngine(sc, nt.engine, nt.seeds)
+	if eng == "live" {
+		nt.liveLines = append(nt.liveLines, fmt.Sprintf("%s, %s", sc.Name, plural(n, "seed")))
+	}
+	if !nt.quiet && eng == "live" {
+		fmt.Fprintf(env.Stderr, "%s: live, %s\n", sc.Name, plural(n, "seed"))
+	}
+	r, err := f.runOn(ctx, sc, eng, n)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		results := expect.Evaluate(r, sc.Expect)
-		failed := expect.Failed(results)
+		return fmt.Errorf("nightly: %s: %w", sc.Name, err)
+	}
+	runFiles, err := r.Files()
+	if err != nil {
+		return err
+	}
+	charts, err := plots.Render(r)
+	if err != nil {
+		return err
+	}
+	nt.files[sc.Name+"/report.json"] = runFiles["report.json"]
+	nt.files[sc.Name+"/summary.md"] = runFiles["summary.md"]
+	nt.files[sc.Name+"/"+plots.PageName] = charts[plots.PageName]
+
+	if h := r.Host; h != nil && h.Saturated {
+		// A live run on a saturated host gives no verdict: skipped in
+		// JUnit with the reason, exit 97 if nothing else failed.
 		var designs []string
 		for _, d := range r.Designs {
 			designs = append(designs, d.Name)
 		}
-		cmp, berr := compareWithBaseline(baselinePath(baselines, sc.Name, eng), r)
-		junit.AddScenario(sc.Name, designs, results, cmp, berr)
-		nreg := 0
-		if cmp != nil {
-			nreg = len(cmp.Failing(acceptBetter)) + len(cmp.Missing)
-		}
-		thresholdsFailed += len(failed)
-		if berr != nil || nreg > 0 {
-			baselinesFailed++
-		}
-		for _, fr := range failed {
-			failLines = append(failLines, fr.String())
-		}
-		regs := fmt.Sprint(nreg)
-		switch {
-		case cmp != nil && cmp.Skipped != "":
-			regs = "skipped: other seed"
-			noteLines = append(noteLines, sc.Name+": baseline not compared: "+cmp.Skipped)
-		case errors.Is(berr, errNoBaseline):
-			regs = "no baseline"
-		case berr != nil:
-			regs = "baseline unusable"
-		}
-		fmt.Fprintf(&sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
-		if !quiet {
-			fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, baseline changes: %s\n", sc.Name, len(results), len(failed), regs)
-		}
-		if cmp != nil {
-			for _, c := range cmp.Failing(acceptBetter) {
-				failLines = append(failLines, sc.Name+"/"+c.String())
-			}
-			if acceptBetter {
-				for _, c := range cmp.Changed {
-					noteLines = append(noteLines, sc.Name+"/"+c.String()+" (accepted: --accept-better)")
-				}
-			}
-			for _, d := range cmp.Missing {
-				failLines = append(failLines, sc.Name+"/"+d+": no baseline for this design")
-			}
-		}
-		if berr != nil {
-			failLines = append(failLines, sc.Name+": "+berr.Error())
-		}
+		reason := "host saturated: " + strings.Join(h.Reasons, "; ")
+		nt.junit.AddNoVerdict(sc.Name, designs, reason)
+		nt.noVerdict++
+		nt.noteLines = append(nt.noteLines, sc.Name+": no verdict: "+reason)
+		fmt.Fprintf(&nt.sum, "| %s | 0 | 0 | no verdict: host saturated | [report.html](%s/report.html) |\n", sc.Name, sc.Name)
+		return nil
 	}
-	if len(failLines) > 0 {
-		sum.WriteString("\n## Failures\n\n")
-		for _, l := range failLines {
-			sum.WriteString("- " + l + "\n")
-		}
+	results := expect.Evaluate(r, sc.Expect)
+	failed := expect.Failed(results)
+	var designs []string
+	for _, d := range r.Designs {
+		designs = append(designs, d.Name)
 	}
-	if len(noteLines) > 0 {
-		sum.WriteString("\n## Notes\n\n")
-		for _, l := range noteLines {
-			sum.WriteString("- " + l + "\n")
-		}
+	cmp, berr := compareWithBaseline(baselinePath(nt.baselines, sc.Name, eng), r)
+	nt.junit.AddScenario(sc.Name, designs, results, cmp, berr)
+	nreg := 0
+	if cmp != nil {
+		nreg = len(cmp.Failing(nt.acceptBetter)) + len(cmp.Missing)
 	}
-	ju, err := junit.Marshal()
-	if err != nil {
-		return err
+	nt.thresholdsFailed += len(failed)
+	if berr != nil || nreg > 0 {
+		nt.baselinesFailed++
 	}
-	files["junit.xml"] = ju
-	files["summary.md"] = []byte(sum.String())
-	if ctx.Err() != nil {
-		return ctx.Err()
+	for _, fr := range failed {
+		nt.failLines = append(nt.failLines, fr.String())
 	}
-	dir, err := replaceDir(out, date, files)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(junit.Tests, "test"), junit.Failures, filepath.Join(dir, "junit.xml"))
-	for _, l := range liveLines {
-		fmt.Fprintln(env.Stdout, "  live: "+l)
-	}
-	for _, l := range failLines {
-		fmt.Fprintln(env.Stdout, "  "+l)
-	}
-	for _, l := range noteLines {
-		fmt.Fprintln(env.Stdout, "  note: "+l)
-	}
+	regs := fmt.Sprint(nreg)
 	switch {
-	case thresholdsFailed > 0:
-		return exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %s failed", plural(thresholdsFailed, "threshold"))}
-	case baselinesFailed > 0:
-		return exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s moved from their baseline or have none", baselinesFailed, plural(len(scs), "scenario"))}
-	case noVerdict > 0:
-		return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: nightly: %s gave no verdict (host saturated)", plural(noVerdict, "scenario"))}
+	case cmp != nil && cmp.Skipped != "":
+		regs = "skipped: other seed"
+		nt.noteLines = append(nt.noteLines, sc.Name+": baseline not compared: "+cmp.Skipped)
+	case errors.Is(berr, errNoBaseline):
+		regs = "no baseline"
+	case berr != nil:
+		regs = "baseline unusable"
+	}
+	fmt.Fprintf(&nt.sum, "| %s | %d | %d | %s | [report.html](%s/report.html) |\n", sc.Name, len(results), len(failed), regs, sc.Name)
+	if !nt.quiet {
+		fmt.Fprintf(env.Stderr, "%s: %d checks, %d failed, baseline changes: %s\n", sc.Name, len(results), len(failed), regs)
+	}
+	if cmp != nil {
+		for _, c := range cmp.Failing(nt.acceptBetter) {
+			nt.failLines = append(nt.failLines, sc.Name+"/"+c.String())
+		}
+		if nt.acceptBetter {
+			for _, c := range cmp.Changed {
+				nt.noteLines = append(nt.noteLines, sc.Name+"/"+c.String()+" (accepted: --accept-better)")
+			}
+		}
+		for _, d := range cmp.Missing {
+			nt.failLines = append(nt.failLines, sc.Name+"/"+d+": no baseline for this design")
+		}
+	}
+	if berr != nil {
+		nt.failLines = append(nt.failLines, sc.Name+": "+berr.Error())
 	}
 	return nil
 }
@@ -537,4 +550,20 @@ func describeTolerances(t expect.Tolerances) string {
 		s = strings.Join(exact, ", ") + " exact; " + s
 	}
 	return s
+}
+
+// verdict is the night's exit: a failed threshold anywhere, then a moved
+// baseline, then a scenario with no verdict (orchestrate.Nightly).
+func (nt *night) verdict(scenarios int) error {
+	var found orchestrate.Findings
+	if nt.thresholdsFailed > 0 {
+		found.Breach = exitErr{code: ExitThreshold, msg: fmt.Sprintf("stormsim: nightly: %s failed", plural(nt.thresholdsFailed, "threshold"))}
+	}
+	if nt.baselinesFailed > 0 {
+		found.Baselines = exitErr{code: ExitError, msg: fmt.Sprintf("stormsim: nightly: %d of %s moved from their baseline or have none", nt.baselinesFailed, plural(scenarios, "scenario"))}
+	}
+	if nt.noVerdict > 0 {
+		found.Saturated = exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: nightly: %s gave no verdict (host saturated)", plural(nt.noVerdict, "scenario"))}
+	}
+	return found.Verdict(orchestrate.Nightly)
 }

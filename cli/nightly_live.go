@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stormsim/stormsim/orchestrate"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -48,7 +49,10 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 	if engine == "sim" {
 		return f.runSeeds(ctx, sc)
 	}
-	rf := &runFlags{file: f.file}
+	live, err := (&runFlags{file: f.file}).liveOptions([]string{"live"}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("live, seed %d: %w", sc.Seed, err)
+	}
 	designs, ok := sc.NightlyDesigns()
 	if !ok {
 		var run []string
@@ -68,7 +72,7 @@ func (f *scenarioFlags) runOn(ctx context.Context, sc *scenario.Scenario, engine
 				return nil, usageError{err}
 			}
 		}
-		rep, _, err := runEngine(ctx, "live", esc, rf, designs, sets, nil, nil)
+		rep, _, err := orchestrate.RunEngine(ctx, "live", esc, sets, &orchestrate.Options{Designs: designs, Live: live})
 		if err != nil {
 			return nil, fmt.Errorf("live, seed %d: %w", esc.Seed, err)
 		}

@@ -1,8 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,16 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormsim/stormsim/agree"
-	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/faults"
-	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
-	"github.com/stormsim/stormsim/plots"
-	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/orchestrate"
 	"github.com/stormsim/stormsim/scenario"
-	"github.com/stormsim/stormsim/sim"
 )
 
 // DefaultFile is the scenarios file commands read unless told otherwise.
@@ -56,6 +52,28 @@ type runFlags struct {
 
 func runCmd(ctx context.Context, env *Env, args []string) error {
 	var f runFlags
+	fs := f.define(env)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	p, err := f.resolve(ctx, env, fs, pos)
+	if err != nil {
+		return err
+	}
+	if p.sh != nil {
+		return runShard(ctx, env, &f, p.sh, p.sc, p.designs, p.sets, p.st)
+	}
+	o, done, err := f.options(env, p)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return inputError(orchestrate.Run(ctx, o))
+}
+
+// define makes run's flag set, with f taking the values.
+func (f *runFlags) define(env *Env) *flag.FlagSet {
 	fs := newFlags(env, "run", "SCENARIO [flags]",
 		"Run SCENARIO from the scenarios file with every design it lists, print the table of designs,\n"+
 			"and write report.json, summary.md, series.csv, the charts (PNG and SVG) and report.html\n"+
@@ -83,65 +101,80 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&f.shards, "shards", 0, "the same as --shard with i from $"+shard.EnvIndex+", as a Kubernetes Indexed Job sets it (`N`)")
 	fs.StringVar(&f.startAt, "start-at", "", "live engine: start the run's clock at this `time` (RFC 3339, e.g. 2026-12-01T10:00:00Z), the barrier every shard waits for; $"+shard.EnvStartAt+" stands for it")
 	fs.StringVar(&f.up, "up", "", "live engine: aim the clients at the topology of a running stormsim up, from its state `file`; the scenario's server-side faults go to up's control endpoint (by shard 0 of a sharded run), client drops stay with the clients")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+	return fs
+}
+
+// runPlan is what run's flags resolve to before anything runs.
+type runPlan struct {
+	name       string
+	sets       []string // --set, with --seed and --target as sets
+	designs    []string // nil: every design
+	sc, simSc  *scenario.Scenario
+	st         *upState   // --up: the topology to aim at
+	sh         *shardPlan // --shard: run one shard instead
+	seedsGiven bool
+}
+
+// resolve checks run's arguments and loads the scenario they name.
+func (f *runFlags) resolve(ctx context.Context, env *Env, fs *flag.FlagSet, pos []string) (*runPlan, error) {
 	if len(pos) != 1 {
-		return usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
+		return nil, usagef("run: want exactly one SCENARIO, got %d (try 'stormsim list')", len(pos))
 	}
-	sh, err := shardFlags(fs, &f, env)
-	if err != nil {
-		return err
+	p := &runPlan{name: pos[0]}
+	var err error
+	if p.sh, err = shardFlags(fs, f, env); err != nil {
+		return nil, err
 	}
 	if f.engine != "sim" && f.engine != "live" && f.engine != "both" {
-		return usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
+		return nil, usagef("run: --engine %q is not available (valid: sim, live, both)", f.engine)
 	}
-	seedsGiven := visited(fs, "seeds") || visited(fs, "repeat")
-	if seedsGiven && (f.repeat < 1 || f.repeat > 100) {
-		return usagef("run: --seeds %d is not within 1..100", f.repeat)
+	p.seedsGiven = visited(fs, "seeds") || visited(fs, "repeat")
+	if p.seedsGiven && (f.repeat < 1 || f.repeat > 100) {
+		return nil, usagef("run: --seeds %d is not within 1..100", f.repeat)
 	}
 	if visited(fs, "parallel") && f.parallel < 1 {
-		return usagef("run: --parallel %d: want at least 1 (leave it out for the default)", f.parallel)
+		return nil, usagef("run: --parallel %d: want at least 1 (leave it out for the default)", f.parallel)
 	}
-	designs, err := splitList(fs, "run", "designs", f.designs)
-	if err != nil {
-		return err
+	if p.designs, err = splitList(fs, "run", "designs", f.designs); err != nil {
+		return nil, err
 	}
-	name := pos[0]
 	if _, err := startTime(f.startAt); err != nil {
-		return err
+		return nil, err
 	}
-	var st *upState
 	if f.up != "" {
 		deadline := time.Now().Add(upWait)
 		if at, _ := startTime(f.startAt); at.After(deadline) {
 			deadline = at
 		}
-		if st, err = readUp(ctx, f.up, name, deadline); err != nil {
-			return err
+		if p.st, err = readUp(ctx, f.up, p.name, deadline); err != nil {
+			return nil, err
 		}
 		switch {
-		case designs == nil:
-			designs = []string{st.Design}
-		case len(designs) != 1 || designs[0] != st.Design:
-			return usagef("run: --up %s serves design %s: --designs must name it alone", f.up, st.Design)
+		case p.designs == nil:
+			p.designs = []string{p.st.Design}
+		case len(p.designs) != 1 || p.designs[0] != p.st.Design:
+			return nil, usagef("run: --up %s serves design %s: --designs must name it alone", f.up, p.st.Design)
 		}
 	}
-	sets := []string(f.set)
+	p.sets = []string(f.set)
 	if f.seed != "" {
 		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
-			return usagef("run: --seed %q is not an integer in 0..9223372036854775807", f.seed)
+			return nil, usagef("run: --seed %q is not an integer in 0..9223372036854775807", f.seed)
 		}
-		sets = append(sets, "seed="+f.seed)
+		p.sets = append(p.sets, "seed="+f.seed)
 	}
 	if f.target != "" {
 		if f.engine == "sim" {
-			return usagef("run: --target aims the live clients at a server: use --engine live or both")
+			return nil, usagef("run: --target aims the live clients at a server: use --engine live or both")
 		}
-		sets = append(sets, targetSets(f.target)...)
+		p.sets = append(p.sets, targetSets(f.target)...)
 	}
-	file, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: sets, Target: name})
+	return p, f.load(ctx, p)
+}
+
+// load loads the scenario, and the simulator's copy with --sim-set.
+func (f *runFlags) load(ctx context.Context, p *runPlan) error {
+	file, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: p.sets, Target: p.name})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -152,62 +185,60 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		return usageError{err}
 	}
-	sc, err := file.Scenario(name)
-	if err != nil {
+	if p.sc, err = file.Scenario(p.name); err != nil {
 		return usageError{err}
 	}
-	simSc := sc
+	p.simSc = p.sc
 	if len(f.simSet) > 0 {
 		if f.engine != "both" {
 			return usagef("run: --sim-set is for --engine both")
 		}
-		sf, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: append(slices.Clone(sets), f.simSet...), Target: name})
+		sf, err := scenario.LoadContext(ctx, f.file, &scenario.Options{Set: append(slices.Clone(p.sets), f.simSet...), Target: p.name})
 		if err != nil {
 			return usageError{err}
 		}
-		if simSc, err = sf.Scenario(name); err != nil {
+		if p.simSc, err = sf.Scenario(p.name); err != nil {
 			return usageError{err}
 		}
 	}
-	if _, err := sc.Select(designs); err != nil {
+	if _, err := p.sc.Select(p.designs); err != nil {
 		return usageError{err}
 	}
-	if sh != nil {
-		return runShard(ctx, env, &f, sh, sc, designs, sets, st)
+	return nil
+}
+
+// options makes the run's options: it keeps the warnings that concern the
+// designs run and prints them, checks that the results can be written, and
+// starts the progress bar, which done clears.
+func (f *runFlags) options(env *Env, p *runPlan) (o *orchestrate.Options, done func(), err error) {
+	if !p.seedsGiven {
+		f.repeat = max(1, p.sc.ExpectSeeds)
 	}
-	if !seedsGiven {
-		f.repeat = max(1, sc.ExpectSeeds)
+	o = &orchestrate.Options{
+		File: f.file, Scenario: p.sc, SimScenario: p.simSc, Sets: p.sets, SimSets: f.simSet,
+		Designs: p.designs, Engine: f.engine, Seeds: f.repeat, Parallel: f.parallel, Out: f.out,
+		Charts: !f.noCharts, Thresholds: !f.noThresh, SaturationCheck: !f.noSat,
 	}
-	engines := []string{f.engine}
-	if f.engine == "both" {
-		engines = []string{"sim", "live"}
+	if !f.quiet {
+		o.Stdout = env.Stdout
 	}
-	n := len(sc.Designs)
-	if designs != nil {
-		n = len(designs)
+	engines := orchestrate.Engines(f.engine)
+	n := len(p.sc.Designs)
+	if p.designs != nil {
+		n = len(p.designs)
 	}
-	// The warnings that concern the designs run, and nothing else, go to
-	// the terminal and into the reports' notes.
-	for _, s := range []*scenario.Scenario{sc, simSc} {
-		var keep []scenario.Warning
-		for _, w := range s.Warnings {
-			if w.Design == "" || designs == nil || slices.Contains(designs, w.Design) {
-				keep = append(keep, w)
-			}
-		}
-		s.Warnings = keep
-	}
+	orchestrate.KeepWarnings(p.designs, p.sc, p.simSc)
 	if slices.Contains(engines, "sim") {
-		if w := memoryWarning(simSc, n); w != "" {
-			simSc.Warnings = append(simSc.Warnings, scenario.Warning{Text: w})
+		if w := memoryWarning(p.simSc, n); w != "" {
+			p.simSc.Warnings = append(p.simSc.Warnings, scenario.Warning{Text: w})
 		}
 	}
-	if err := probeOut(filepath.Join(f.out, sc.Name)); err != nil {
-		return err
+	if err := probeOut(filepath.Join(f.out, p.sc.Name)); err != nil {
+		return nil, nil, err
 	}
 	if !f.quiet {
 		warned := map[string]bool{}
-		for _, s := range []*scenario.Scenario{sc, simSc} {
+		for _, s := range []*scenario.Scenario{p.sc, p.simSc} {
 			for _, w := range s.WarningTexts(nil) {
 				if !warned[w] {
 					warned[w] = true
@@ -216,281 +247,54 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	progress, doneProgress := newProgress(env, f.quiet, scenario.Horizon(sc)*time.Duration(n*len(engines)*f.repeat),
-		fmt.Sprintf("%s (%s): %d designs", sc.Name, f.engine, n))
-	defer doneProgress()
-	all := map[string][]*report.Report{}
-	files := map[string][]byte{}
-	type job struct {
-		engine, prefix string
-		sc             *scenario.Scenario
-		sets           []string
+	if o.Live, err = f.liveOptions(engines, p.st); err != nil {
+		return nil, nil, err
 	}
-	var jobs []job
-	for r := range f.repeat {
-		rsc, rsim, rsets := sc, simSc, sets
-		if r > 0 {
-			// The same scenario on the next seed, loaded afresh, so the
-			// replicas load it with the same --set as the clients.
-			rsets = withSeed(sets, sc.Seed+uint64(r))
-			if rsc, err = loadScenario(f.file, name, rsets); err != nil {
-				return usageError{err}
-			}
-			if rsim, err = loadScenario(f.file, name, append(slices.Clone(rsets), f.simSet...)); err != nil {
-				return usageError{err}
-			}
-			rsc.Warnings, rsim.Warnings = sc.Warnings, simSc.Warnings // the seed changes none of them
-		}
-		for _, engine := range engines {
-			prefix := ""
-			if len(engines) > 1 {
-				prefix = engine + "/" // --engine both: one folder per engine
-			}
-			if f.repeat > 1 {
-				prefix = fmt.Sprintf("seed-%d/%s", sc.Seed+uint64(r), prefix)
-			}
-			esc := rsc
-			if engine == "sim" {
-				esc = rsim
-			}
-			jobs = append(jobs, job{engine, prefix, esc, rsets})
-		}
-	}
-	for _, jb := range jobs {
-		engine := jb.engine
-		rep, extra, err := runEngine(ctx, engine, jb.sc, &f, designs, jb.sets, progress, st)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if strings.Contains(err.Error(), "has no design") {
-				return usageError{err}
-			}
-			return err
-		}
-		ef, err := runFiles(rep, !f.noCharts)
-		if err != nil {
-			return err
-		}
-		for k, v := range extra {
-			ef[k] = v
-		}
-		for k, v := range ef {
-			files[jb.prefix+k] = v
-		}
-		all[engine] = append(all[engine], rep)
-	}
-	doneProgress()
-	// Over several seeds, each engine's top report is its first seed's
-	// run with every seed's metrics attached (over_seeds).
-	tops := map[string]*report.Report{}
-	if f.repeat > 1 {
-		for _, engine := range engines {
-			top := report.WithOverSeeds(all[engine])
-			for _, o := range sc.Orderings {
-				for _, than := range o.Than {
-					if top.Design(o.Lower) != nil && top.Design(than) != nil {
-						top.OverSeeds.Orderings = append(top.OverSeeds.Orderings, top.OverSeeds.Order(o.Metric, o.Lower, than))
-					}
-				}
-			}
-			for _, r := range all[engine] {
-				if r.Host != nil && r.Host.Saturated {
-					top.Host = r.Host // any seed saturated: the run as a whole was
-					break
-				}
-			}
-			tops[engine] = top
-			prefix := ""
-			if len(engines) > 1 {
-				prefix = engine + "/"
-			}
-			ef, err := top.Files()
-			if err != nil {
-				return err
-			}
-			files[prefix+"report.json"], files[prefix+"summary.md"] = ef["report.json"], ef["summary.md"]
-		}
-	}
-	var agreement *agree.Agreement
-	if len(engines) > 1 {
-		agreement = agree.CompareRepeats(all["sim"], all["live"], agree.TolerancesOf(sc))
-		j, err := agreement.JSON()
-		if err != nil {
-			return err
-		}
-		files["agreement.json"], files["agreement.md"] = j, agreement.Markdown()
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	dir, err := report.WriteRun(filepath.Join(f.out, sc.Name), report.RunDir(time.Now(), sc.Seed), files)
-	if err != nil {
-		return err
-	}
-	var failed []expect.Result
-	if f.repeat > 1 {
-		var err error
-		if failed, err = reportSeeds(env, &f, sc, engines, tops, all, dir); err != nil {
-			return err
-		}
-	}
-	for i, jb := range jobs {
-		if f.repeat > 1 {
-			break // reported over the seeds
-		}
-		engine := jb.engine
-		rep := all[engine][i/len(engines)]
-		var results []expect.Result
-		if !f.noThresh {
-			results = expect.Evaluate(rep, sc.Expect)
-		}
-		failed = append(failed, expect.Failed(results)...)
-		if f.quiet {
-			continue
-		}
-		sub := filepath.Join(dir, jb.prefix)
-		if len(engines) > 1 {
-			fmt.Fprintln(env.Stdout)
-		}
-		if err := rep.WriteTable(env.Stdout); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "\nreport: %s\n", filepath.Join(sub, "report.json"))
-		if !f.noCharts {
-			fmt.Fprintf(env.Stdout, "charts: %s\n", filepath.Join(sub, plots.PageName))
-		}
-		if len(results) > 0 {
-			fmt.Fprintf(env.Stdout, "thresholds: %d checked, %d failed\n", len(results), len(expect.Failed(results)))
-		}
-	}
-	if !f.noSat {
-		// A saturated live run gives no verdict: exit 97, before a
-		// disagreement (98) or a threshold (99) is judged.
-		if err := saturated(all["live"], len(engines) > 1); err != nil {
-			return err
-		}
-	}
-	if agreement != nil {
-		if !f.quiet {
-			fmt.Fprintf(env.Stdout, "\nagreement: %s: %s\n", agreement.Summary(), filepath.Join(dir, "agreement.md"))
-		}
-		if agreement.Failed > 0 {
-			return &agree.Disagreement{A: agreement}
-		}
-	}
-	if len(failed) > 0 {
-		return &expect.Breach{Failed: failed}
-	}
-	return nil
+	o.Progress, o.ProgressDone = newProgress(env, f.quiet, scenario.Horizon(p.sc)*time.Duration(n*len(engines)*f.repeat),
+		fmt.Sprintf("%s (%s): %d designs", p.sc.Name, f.engine, n))
+	return o, o.ProgressDone, nil
 }
 
-// reportSeeds prints each engine's table over the seeds and judges the
-// thresholds: on the means when the scenario's expect table asks for
-// seeds, else at every seed. It returns the failed checks.
-func reportSeeds(env *Env, f *runFlags, sc *scenario.Scenario, engines []string, tops map[string]*report.Report, all map[string][]*report.Report, dir string) ([]expect.Result, error) {
-	var failed []expect.Result
-	for _, engine := range engines {
-		top := tops[engine]
-		var results []expect.Result
-		how := fmt.Sprintf("at each of the %d seeds", f.repeat)
-		if !f.noThresh {
-			if sc.ExpectSeeds > 1 {
-				results = expect.Evaluate(top, sc.Expect)
-				how = fmt.Sprintf("on the means over %d seeds", f.repeat)
-				if f.repeat != sc.ExpectSeeds {
-					how += fmt.Sprintf(" (the scenario's expect table asks for %d)", sc.ExpectSeeds)
-				}
-			} else {
-				for _, r := range all[engine] {
-					results = append(results, expect.Evaluate(r, sc.Expect)...)
-				}
-			}
-		}
-		failed = append(failed, expect.Failed(results)...)
-		if f.quiet {
-			continue
-		}
-		if len(engines) > 1 {
-			fmt.Fprintln(env.Stdout)
-		}
-		if err := top.WriteSeedTable(env.Stdout); err != nil {
-			return nil, err
-		}
-		if ors := top.OverSeeds.Orderings; len(ors) > 0 {
-			fmt.Fprintf(env.Stdout, "\norderings over %s:\n", plural(len(top.OverSeeds.Seeds), "seed"))
-			for _, o := range ors {
-				fmt.Fprintf(env.Stdout, "  %s\n", o)
-			}
-		}
-		sub := dir
-		if len(engines) > 1 {
-			sub = filepath.Join(dir, engine)
-		}
-		fmt.Fprintf(env.Stdout, "\nreport: %s (each seed's run in %s)\n", filepath.Join(sub, "report.json"), filepath.Join(dir, "seed-<S>"))
-		if len(results) > 0 {
-			fmt.Fprintf(env.Stdout, "thresholds: %d checked %s, %d failed\n", len(results), how, len(expect.Failed(results)))
-		}
-	}
-	return failed, nil
-}
-
-// runEngine runs sc on one engine and returns its report and the extra
-// files it writes (a live run: results.bin and the histories).
-func runEngine(ctx context.Context, engine string, sc *scenario.Scenario, f *runFlags, designs, sets []string, progress func(time.Duration), st *upState) (*report.Report, map[string][]byte, error) {
-	if engine == "sim" {
-		out, err := sim.Run(ctx, sc, &sim.Options{Parallel: f.parallel, Designs: designs, Progress: progress})
-		if err != nil {
-			return nil, nil, err
-		}
-		return out.Report, nil, nil
+// liveOptions are the settings every live run of the command shares.
+func (f *runFlags) liveOptions(engines []string, st *upState) (runner.Options, error) {
+	if !slices.Contains(engines, "live") {
+		return runner.Options{}, nil
 	}
 	abs, err := filepath.Abs(f.file)
 	if err != nil {
-		return nil, nil, err
+		return runner.Options{}, err
 	}
-	var buf, logBuf bytes.Buffer
 	inject, err := injectedLateness()
 	if err != nil {
-		return nil, nil, usageError{err}
+		return runner.Options{}, usageError{err}
 	}
-	opts := &runner.Options{File: abs, Designs: designs, Parallel: f.parallel,
-		Progress: progress, Results: &buf, Set: sets, RedisAddr: f.redisURL, Log: &logBuf, InjectLateness: inject}
+	opts := runner.Options{File: abs, RedisAddr: f.redisURL, InjectLateness: inject}
 	if opts.StartAt, err = startTime(f.startAt); err != nil {
-		return nil, nil, err
+		return runner.Options{}, err
 	}
 	if st != nil {
 		opts.Endpoint = st.Endpoint
 		opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
 	}
-	out, err := runner.Run(ctx, sc, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	hist, err := history.EncodeHistories(out.Histories)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), history.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil
+	return opts, nil
 }
 
-// runFiles are the files of a run's folder that its report makes:
-// report.json, summary.md, series.csv and, with charts, the charts and
-// report.html. A merged run's folder holds the same.
-func runFiles(rep *report.Report, charts bool) (map[string][]byte, error) {
-	files, err := rep.Files()
-	if err != nil || !charts {
-		return files, err
+// inputError turns a problem with the scenario or the arguments that a run
+// met into a usage error: exit 2.
+func inputError(err error) error {
+	var ie *orchestrate.InputError
+	if errors.As(err, &ie) {
+		return usageError{ie.Err}
 	}
-	c, err := plots.Render(rep)
-	if err != nil {
-		return nil, err
-	}
-	for name, data := range c {
-		files[name] = data
-	}
-	return files, nil
+	return err
 }
+
+// The run's helpers that other commands share.
+var (
+	runFiles     = orchestrate.RunFiles
+	withSeed     = orchestrate.WithSeed
+	loadScenario = orchestrate.LoadScenario
+)
 
 func listCmd(ctx context.Context, env *Env, args []string) error {
 	var file string
@@ -560,23 +364,4 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s: ok (%s, %s)\n", file, plural(len(f.Names()), "scenario"), plural(len(f.DesignNames()), "design"))
 	return nil
-}
-
-// withSeed is sets with seed=N in place of any seed they set (--seed, or
-// --set seed=N): the override for one of the runs of --seeds.
-func withSeed(sets []string, seed uint64) []string {
-	out := slices.DeleteFunc(slices.Clone(sets), func(s string) bool {
-		k, _, _ := strings.Cut(s, "=")
-		return strings.TrimSpace(k) == "seed"
-	})
-	return append(out, "seed="+strconv.FormatUint(seed, 10))
-}
-
-// loadScenario loads scenario name from file with the --set overrides.
-func loadScenario(file, name string, sets []string) (*scenario.Scenario, error) {
-	f, err := scenario.Load(file, &scenario.Options{Set: sets, Target: name})
-	if err != nil {
-		return nil, err
-	}
-	return f.Scenario(name)
 }
