@@ -98,3 +98,14 @@ func TestMintHashesHome(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionKey: a session id's routing key is its 64-bit FNV-1a hash, the
+// key the live LB routes by and a hash-minting replica mints against.
+func TestSessionKey(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]uint64{"": 0xcbf29ce484222325, "a": 0xaf63dc4c8601ec8c} {
+		if got := SessionKey(id); got != want {
+			t.Errorf("SessionKey(%q) = %#x, want %#x", id, got, want)
+		}
+	}
+}
