@@ -104,3 +104,17 @@ func (s *Admission) Enqueue(rc *topology.ReplicaConfig, now int64, rnd func() fl
 // AdmissionKeys are the replica keys only stormsim's own replica carries
 // out; the loader refuses them for servers it does not write.
 var AdmissionKeys = []string{"accept_rate", "accept_queue", "hint_on_503", "admit_bucket", "admit_interval", "max_conn_rate"}
+
+// AlignStart is when a run that is ready at ready starts, so that its
+// admission windows line up with the replicas': the first boundary of
+// admit_interval on the Unix clock at or after ready, which is where a
+// replica's windows (Unix time / admit_interval) begin, as the
+// simulator's begin at its time 0. Without an admission bucket it is ready.
+func AlignStart(ready time.Time, rc *topology.ReplicaConfig) time.Time {
+	iv := int64(rc.AdmitInterval)
+	if rc.AdmitBucket <= 0 || iv <= 0 {
+		return ready
+	}
+	ns := ready.UnixNano()
+	return time.Unix(0, (ns+iv-1)/iv*iv)
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -875,7 +876,28 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 		ld.errorf(where+".server", "the go-sdk server cannot share sessions between replicas: use sessions = \"local\" or server = %q", topology.ServerReference)
 	}
 	ld.validateTSServer(where, &d)
+	ld.refuseAdmission(&d, all)
 	return d, true
+}
+
+// refuseAdmission refuses the admission and accept-queue keys for a server
+// stormsim does not write, which would silently ignore them: only its own
+// replica carries them out (through package protocol).
+func (ld *loader) refuseAdmission(d *Design, all []*layer) {
+	var who string
+	switch {
+	case d.Own != nil:
+		who = "a server you bring"
+	case d.Server == topology.ServerGoSDK, d.Server == topology.ServerTSSDK:
+		who = "the " + d.Server + " server"
+	default:
+		return
+	}
+	for _, k := range protocol.AdmissionKeys {
+		if slices.ContainsFunc(all, func(l *layer) bool { return l.defined("replica", k) }) {
+			ld.errorf(origin(all, "replica", k), "%s does no admission control and has no accept queue: only stormsim's own replica (server = %q) carries this key out; drop it for this design", who, topology.ServerReference)
+		}
+	}
 }
 
 func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {

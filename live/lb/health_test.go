@@ -112,8 +112,8 @@ func TestPassiveDraining(t *testing.T) {
 		var srvs []*replica.Server
 		var urls []string
 		for i := 0; i < 2; i++ {
-			s := replica.New(replica.Config{Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
-				Store: store.NewMemory(0, 0), DrainLimit: time.Second})
+			s := replica.New(replica.Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
+				Store: store.NewMemory(0, 0), Replica: topology.ReplicaConfig{DrainLimit: time.Second}})
 			ts := httptest.NewServer(s)
 			t.Cleanup(func() { s.Kill(); ts.Close() })
 			srvs, urls = append(srvs, s), append(urls, ts.URL)
