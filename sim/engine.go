@@ -139,7 +139,12 @@ type engine struct {
 	q   queue
 	now int64
 
-	caps                                              protocol.Caps // what the design's replicas do (era and axes)
+	caps protocol.Caps // what the design's replicas do (era and axes)
+	// mutate, when set, rewrites protocol's answer before the engine
+	// carries it out: the differential test changes one rule of this
+	// engine with it and requires that the live replica then disagrees.
+	// Nil in every run.
+	mutate                                            func(clients.Req, protocol.Answer) protocol.Answer
 	hasSessions, shared, priming, pollClose, noResume bool
 	events                                            string
 	evBytes                                           int64

@@ -13,34 +13,41 @@ type gap struct{ from, until int64 }
 // arrive handles a request reaching the load balancer: routing, the replica's
 // admission and accept queue, then the handler.
 func (e *engine) arrive(id int32, c *client) {
+	p, wait, refused := e.front(c)
+	switch {
+	case refused != nil:
+		e.answer(id, c, response(*refused))
+	case wait > 0:
+		c.admitProc = p
+		e.q.push(event{at: e.now + wait, kind: evResponse, id: id, tok: c.tok, aux: atHandler})
+	default:
+		e.handle(id, c, p)
+	}
+}
+
+// front takes a request to a replica: the LB's pick, then the replica's
+// admission and accept queue. It returns the process and how long the
+// request waits in its queue, or the answer of a refusal.
+func (e *engine) front(c *client) (p int32, wait int64, refused *protocol.Answer) {
 	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
 	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
 	if slot < 0 {
-		e.answer(id, c, response(protocol.Unreachable)) // no replica in the pool
-		return
+		return -1, 0, &protocol.Unreachable // no replica in the pool
 	}
-	p := e.slots[slot]
+	p = e.slots[slot]
 	if p < 0 || e.partitioned[slot] || e.procs[p].state != procUp {
 		// The LB has not noticed yet: the connection is refused or times out.
-		e.answer(id, c, response(protocol.Unreachable))
-		return
+		return -1, 0, &protocol.Unreachable
 	}
 	adm := &e.procs[p].adm
 	if ans := adm.Admit(&e.d.Replica, e.now, c.req, e.rng.Float64); !ans.OK() {
-		e.answer(id, c, response(ans))
-		return
+		return -1, 0, &ans
 	}
-	wait, ans := adm.Enqueue(&e.d.Replica, e.now, e.rng.Float64)
+	w, ans := adm.Enqueue(&e.d.Replica, e.now, e.rng.Float64)
 	if !ans.OK() {
-		e.answer(id, c, response(ans))
-		return
+		return -1, 0, &ans
 	}
-	if wait > 0 {
-		c.admitProc = p
-		e.q.push(event{at: e.now + int64(wait), kind: evResponse, id: id, tok: c.tok, aux: atHandler})
-		return
-	}
-	e.handle(id, c, p)
+	return p, int64(w), nil
 }
 
 // response is a replica's answer as the client's brain reads it.
@@ -131,8 +138,8 @@ func (e *engine) sessionAt(c *client, p int32) bool {
 // second result delays the answer (a store call that times out).
 func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
 	ans := e.caps.Serve(protocol.Request{Kind: c.req}, &facts{e: e, c: c, id: id, p: p})
-	if serveHook != nil {
-		ans = serveHook(c.req, ans)
+	if e.mutate != nil {
+		ans = e.mutate(c.req, ans)
 	}
 	in := response(ans)
 	if ans.Unavailable {
@@ -270,8 +277,3 @@ func (e *engine) slotFailed(slot int) {
 	}
 	e.schedule(e.now+e.healthDelay, evLBNotice, int32(slot), 0)
 }
-
-// serveHook, when set, rewrites protocol's answer before the engine carries
-// it out: the differential test changes one rule of this engine with it and
-// requires that the live replica then disagrees. Nil in every run.
-var serveHook func(clients.Req, protocol.Answer) protocol.Answer

@@ -54,6 +54,8 @@ type Config struct {
 	// accept queue. Admission windows are Unix time / admit_interval; a
 	// run starts on a window boundary (protocol.AlignStart).
 	Replica topology.ReplicaConfig
+	// Clock is the time admission reads; time.Now when nil.
+	Clock func() time.Time
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
@@ -112,6 +114,9 @@ func New(cfg Config) *Server {
 	if cfg.Era == "" {
 		cfg.Era = protocol.DefaultEra
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	if cfg.Replica.RetryHintSpread == [2]float64{} {
 		cfg.Replica.RetryHintSpread = [2]float64{1, 1}
 	}
@@ -165,7 +170,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind clients.Req)
 	if !protocol.NewConn(kind) {
 		return true
 	}
-	now := time.Now().UnixNano()
+	now := s.cfg.Clock().UnixNano()
 	s.admMu.Lock()
 	ans := s.adm.Admit(&s.cfg.Replica, now, kind, s.rng.Float64)
 	var wait time.Duration
