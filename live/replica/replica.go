@@ -294,12 +294,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 		kind = clients.ReqInitialized // tools/list and the rest: the session check alone
 	}
 	f := &facts{s: s, r: r}
-	if ans := s.caps.Serve(protocol.Request{Kind: kind}, f); !ans.OK() {
+	ans := s.caps.Serve(protocol.Request{Kind: kind}, f)
+	if !ans.OK() {
 		s.fail(w, ans)
 		return
 	}
 	if len(msg.ID) == 0 {
-		w.WriteHeader(http.StatusAccepted)
+		w.WriteHeader(ans.Status) // 202: a notification has no response
 		return
 	}
 	switch msg.Method {
@@ -901,7 +902,8 @@ func parseEventID(id string) (string, int64, error) {
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	f := &facts{s: s, r: r}
-	if ans := s.caps.Serve(protocol.Request{Kind: clients.ReqDelete}, f); !ans.OK() {
+	ans := s.caps.Serve(protocol.Request{Kind: clients.ReqDelete}, f)
+	if !ans.OK() {
 		s.fail(w, ans)
 		return
 	}
@@ -911,7 +913,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Store != nil {
 		s.cfg.Store.SessionClosed(r.Context(), f.session) //nolint:errcheck // best effort: retention removes the rest
 	}
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(ans.Status)
 }
 
 // Drain stops taking work, closes the open streams with a retry hint (at
