@@ -648,7 +648,7 @@ func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
 var AgreementKeys = []string{
 	"lost_fraction", "lost_fraction_rel", "http_404_per_100", "http_404_per_100_rel", "drops_resumed", "drops_resumed_rel",
 	"reissued_per_100", "reissued_per_100_rel", "failed_per_100", "failed_per_100_rel", "reconnects_per_call", "reconnects_per_call_rel",
-	"replay_latency_factor", "store_peak_factor",
+	"http_503_per_100", "http_503_per_100_rel", "recovery_s", "recovery_s_rel", "replay_latency_factor", "store_peak_factor",
 }
 
 // expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
