@@ -875,9 +875,14 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	if d.Server == topology.ServerGoSDK && d.Sessions == topology.SessionsShared {
 		ld.errorf(where+".server", "the go-sdk server cannot share sessions between replicas: use sessions = \"local\" or server = %q", topology.ServerReference)
 	}
-	ld.validateTSServer(where, &d)
-	ld.refuseAdmission(&d, all)
+	ld.validateServer(where, &d, all)
 	return d, true
+}
+
+// validateServer checks what the design's server flavour can carry out.
+func (ld *loader) validateServer(where string, d *Design, all []*layer) {
+	ld.validateTSServer(where, d)
+	ld.refuseAdmission(d, all)
 }
 
 // refuseAdmission refuses the admission and accept-queue keys for a server

@@ -384,16 +384,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	horizon := sc.Duration + sc.Drain
 	dr.t0 = time.Now()
 	started := dr.t0
-	startAt := opts.StartAt
-	if startAt.IsZero() {
-		// The replicas' admission windows start on the Unix clock's
-		// boundaries: so does the run, as the simulator's start at 0.
-		if at := protocol.AlignStart(dr.t0, &d.Replica); !at.Equal(dr.t0) {
-			startAt = at
-		}
-	}
-	if !startAt.IsZero() {
-		// The barrier: every shard's clock starts at StartAt.
+	if startAt := startOf(opts.StartAt, dr.t0, &d.Replica); !startAt.IsZero() {
+		// The barrier: every shard's clock starts at startAt, and a
+		// run with admission windows on a window boundary.
 		tm := time.NewTimer(time.Until(startAt))
 		select {
 		case <-ctx.Done():
@@ -1024,4 +1017,18 @@ func (s *storeSampler) fill(series []int64) {
 		}
 		series[i] = last
 	}
+}
+
+// startOf is when a run that is ready at ready starts: at the shards'
+// common start when there is one; else, when the replicas count admission
+// windows, at the next window boundary (protocol.AlignStart), as the
+// simulator's windows start at its time 0; zero to start at once.
+func startOf(shared, ready time.Time, rc *topology.ReplicaConfig) time.Time {
+	if !shared.IsZero() {
+		return shared
+	}
+	if at := protocol.AlignStart(ready, rc); !at.Equal(ready) {
+		return at
+	}
+	return time.Time{}
 }
