@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +24,25 @@ type sseEvent struct {
 }
 
 // readSSE parses an SSE body until it ends (or n events, when n > 0).
+// scanners holds the scanner of each response readSSE reads.
+var scanners sync.Map // *http.Response → *bufio.Scanner
+
 func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
 	t.Helper()
 	var out []sseEvent
 	var cur sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// One scanner per response: what a scanner read ahead of the n-th
+	// event belongs to the next call (events that come in one read).
+	v, ok := scanners.Load(resp)
+	if !ok {
+		fresh := bufio.NewScanner(resp.Body)
+		fresh.Buffer(make([]byte, 1<<20), 1<<20)
+		v, _ = scanners.LoadOrStore(resp, fresh)
+	}
+	sc := v.(*bufio.Scanner)
+	if n == 0 {
+		defer scanners.Delete(resp)
+	}
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
