@@ -66,7 +66,8 @@ type Config struct {
 }
 
 // Server is one replica. It is safe for concurrent use: cfg is fixed at
-// creation, mu guards the maps and the drain state, logMu the log.
+// creation (caps with it), mu guards the maps and the drain state, logMu
+// the log, admMu the admission state, the hint jitter and the drain count.
 type Server struct {
 	cfg    Config
 	caps   protocol.Caps
