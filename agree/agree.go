@@ -46,6 +46,8 @@ var Defaults = map[string]float64{
 	"reissued_per_100": 2, "reissued_per_100_rel": 0.2,
 	"failed_per_100": 2, "failed_per_100_rel": 0.25,
 	"reconnects_per_call": 0.05, "reconnects_per_call_rel": 0.25,
+	"http_503_per_100": 2, "http_503_per_100_rel": 0.25,
+	"recovery_s": 5, "recovery_s_rel": 0.5,
 	"replay_latency_factor": 2, "store_peak_factor": 1.25,
 }
 
@@ -147,6 +149,7 @@ var fractions = []fraction{
 	{"reissued_per_100", 100, false, func(t *report.Totals) (int64, int64) { return t.CallsReissued, t.Calls }},
 	{"failed_per_100", 100, false, func(t *report.Totals) (int64, int64) { return t.CallsFailed, t.Calls }},
 	{"reconnects_per_call", 1, true, func(t *report.Totals) (int64, int64) { return t.Reconnects, t.Calls }},
+	{"http_503_per_100", 100, false, func(t *report.Totals) (int64, int64) { return t.HTTP503, t.Requests }},
 }
 
 // Metrics are the rows of every design, in order.
@@ -155,7 +158,7 @@ var Metrics = func() []string {
 	for _, f := range fractions {
 		m = append(m, f.name)
 	}
-	return append(m, "replay_p50_ms", "replay_p90_ms", "store_peak_mib")
+	return append(m, "recovery_s", "replay_p50_ms", "replay_p90_ms", "store_peak_mib")
 }()
 
 // Compare lines up every design both reports hold.
@@ -170,6 +173,7 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 		for _, f := range fractions {
 			a.add(compareFraction(f, sd, &ld, tol))
 		}
+		a.add(compareRecovery(sd, &ld, tol))
 		for _, q := range []struct {
 			name string
 			p    float64
@@ -246,6 +250,45 @@ func compareFraction(f fraction, sd, ld *report.Design, tol map[string]float64) 
 	row.StdErr = ptr(se)
 	row.Verdict = Classify(math.Abs(l-s), se, row.Tolerance)
 	return row
+}
+
+// compareRecovery compares the time the design took to recover after its
+// slowest fault (recovery_after_fault_s), live − sim, against
+// max(recovery_s, recovery_s_rel·sim). It has no standard error: one run
+// has one recovery per fault.
+func compareRecovery(sd, ld *report.Design, tol map[string]float64) Row {
+	row := Row{Design: ld.Name, Metric: "recovery_s", N: int64(len(ld.RecoveryAfterFaultS))}
+	sv, sok := slowest(sd.RecoveryAfterFaultS)
+	lv, lok := slowest(ld.RecoveryAfterFaultS)
+	row.Sim, row.Live, row.Tolerance = sv, lv, tol["recovery_s"]
+	switch {
+	case len(sd.RecoveryAfterFaultS) == 0 && len(ld.RecoveryAfterFaultS) == 0:
+		row.Verdict, row.Note = NotCompared, "no fault"
+	case !sok && !lok:
+		row.Verdict, row.Note = Agree, "never recovered in either engine"
+	case !sok || !lok:
+		row.Verdict, row.Note = Disagree, "never recovered in "+missing(sv, lv)
+	default:
+		row.Tolerance = math.Max(tol["recovery_s"], tol["recovery_s_rel"]*math.Abs(*sv))
+		row.Diff, row.StdErr = ptr(*lv-*sv), ptr(0)
+		row.Verdict = Classify(math.Abs(*lv-*sv), 0, row.Tolerance)
+	}
+	return row
+}
+
+// slowest is the longest recovery of a run's faults; false when one of
+// them never recovered (or there was none).
+func slowest(rs []report.FaultRecovery) (*float64, bool) {
+	var out *float64
+	for _, r := range rs {
+		if r.Seconds == nil {
+			return nil, false
+		}
+		if out == nil || *r.Seconds > *out {
+			out = ptr(*r.Seconds)
+		}
+	}
+	return out, out != nil
 }
 
 // quantileSE is the standard error of ln(quantile p) of l, from its
@@ -362,6 +405,8 @@ func pool(reps []*report.Report) *report.Report {
 			d.Totals.CallsFailed += t.CallsFailed
 			d.Totals.Reconnects += t.Reconnects
 			d.Totals.Calls += t.Calls
+			d.Totals.HTTP503 += t.HTTP503
+			d.Totals.Requests += t.Requests
 			d.Totals.StorePeakBytes += t.StorePeakBytes
 			d.ReplayLatencyMS.Count += x.ReplayLatencyMS.Count
 			if c := x.ReplayLatencyMS.Histogram.Counts; len(c) == len(d.ReplayLatencyMS.Histogram.Counts) {
@@ -377,10 +422,36 @@ func pool(reps []*report.Report) *report.Report {
 			}
 		}
 		d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = mean(p50), mean(p90)
+		d.RecoveryAfterFaultS = meanRecovery(reps, d0.Name)
 		d.Totals.StorePeakBytes /= have // the mean peak
 		out.Designs = append(out.Designs, d)
 	}
 	return &out
+}
+
+// meanRecovery is each fault's mean recovery over the runs that hold the
+// design; nil seconds where any of them never recovered.
+func meanRecovery(reps []*report.Report, name string) []report.FaultRecovery {
+	var out []report.FaultRecovery
+	var sums []float64
+	for _, r := range reps {
+		x := r.Design(name)
+		if x == nil {
+			continue
+		}
+		for i, fr := range x.RecoveryAfterFaultS {
+			if i == len(out) {
+				out, sums = append(out, report.FaultRecovery{Fault: fr.Fault, Seconds: ptr(0)}), append(sums, 0)
+			}
+			if fr.Seconds == nil || out[i].Seconds == nil {
+				out[i].Seconds = nil
+				continue
+			}
+			sums[i]++
+			*out[i].Seconds += (*fr.Seconds - *out[i].Seconds) / sums[i]
+		}
+	}
+	return out
 }
 
 // storePeak compares the most the event store held (store_peak_bytes, in

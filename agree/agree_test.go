@@ -267,3 +267,47 @@ func TestCompareRepeats(t *testing.T) {
 		t.Errorf("one repeat: %+v", one)
 	}
 }
+
+// The admission rows: 503s per 100 requests and the recovery after the
+// slowest fault, with their tolerances, and pooled over seeds.
+func TestAdmissionRows(t *testing.T) {
+	mk := func(engine string, n503, reqs int64, rec ...*float64) *report.Report {
+		r := rep(engine, 0, 1000, 0, 1000, 0, 0, 0, 100, nil)
+		r.Designs[0].Totals.HTTP503, r.Designs[0].Totals.Requests = n503, reqs
+		for i, s := range rec {
+			r.Designs[0].RecoveryAfterFaultS = append(r.Designs[0].RecoveryAfterFaultS, report.FaultRecovery{Fault: i, Seconds: s})
+		}
+		return r
+	}
+	cases := []struct {
+		name       string
+		sim, live  *report.Report
+		metric     string
+		want, note string
+	}{
+		// 30 against 31 per 100 on 20,000 requests: within max(2, 0.25·30)
+		{"503 agree", mk("sim", 6000, 20000), mk("live", 6200, 20000), "http_503_per_100", Agree, ""},
+		// none live where the simulator refuses a third: the live side lacks admission
+		{"503 disagree", mk("sim", 6000, 20000), mk("live", 0, 20000), "http_503_per_100", Disagree, ""},
+		// 12 s against 15 s: within max(5, 0.5·12)
+		{"recovery agree", mk("sim", 0, 1, f(12)), mk("live", 0, 1, f(15)), "recovery_s", Agree, ""},
+		// 12 s against 30 s: beyond it
+		{"recovery disagree", mk("sim", 0, 1, f(12)), mk("live", 0, 1, f(30)), "recovery_s", Disagree, ""},
+		// the slowest fault counts
+		{"slowest fault", mk("sim", 0, 1, f(2), f(40)), mk("live", 0, 1, f(3), f(10)), "recovery_s", Disagree, ""},
+		// one engine never recovered
+		{"never", mk("sim", 0, 1, f(12)), mk("live", 0, 1, nil), "recovery_s", Disagree, "never recovered in the live run"},
+		{"no fault", mk("sim", 0, 1), mk("live", 0, 1), "recovery_s", NotCompared, "no fault"},
+	}
+	for _, c := range cases {
+		r := rowOf(Compare(c.sim, c.live, Defaults), c.metric)
+		if r.Verdict != c.want || r.Note != c.note {
+			t.Errorf("%s: %+v, want %s %q", c.name, r, c.want, c.note)
+		}
+	}
+	// Pooled over two seeds: each fault's mean recovery.
+	a := CompareRepeats([]*report.Report{mk("sim", 0, 1, f(10)), mk("sim", 0, 1, f(20))}, []*report.Report{mk("live", 0, 1, f(14)), mk("live", 0, 1, f(22))}, Defaults)
+	if r := rowOf(a, "recovery_s"); r.Sim == nil || *r.Sim != 15 || *r.Live != 18 {
+		t.Errorf("pooled recovery: %+v, want sim 15, live 18", r)
+	}
+}

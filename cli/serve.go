@@ -18,6 +18,7 @@ import (
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -84,9 +85,8 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		return serveTS(d, addr, logPath)
 	}
 	cfg := replica.Config{
-		Slot: slot, Slots: slots, HashMint: d.LB == "hash",
-		Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, Era: d.Era,
-		RetryHint: d.Replica.RetryHint, RetryHintSpread: d.Replica.RetryHintSpread, DrainLimit: d.Replica.DrainLimit, OrphanLease: d.Replica.OrphanLease, DrainClose: d.Replica.DrainClose,
+		Slot: slot, Slots: slots, HashMint: protocol.HashIDs(d.LB),
+		Sessions: d.Sessions, Events: d.Events, Era: d.Era, Replica: d.Replica,
 	}
 	if d.Events == topology.EventsMemory {
 		cfg.Store = store.NewMemory(d.Store.MemoryCapBytes, int64(d.Store.MemoryOverheadBytes))

@@ -98,7 +98,7 @@ name = "stream"
 `), 0o644)
 	for _, probes := range []bool{false, true} {
 		cs := &countingServer{}
-		rep := replica.New(replica.Config{Mode: "stateful", Sessions: "local", Events: "memory", Store: store.NewMemory(10<<20, 64)})
+		rep := replica.New(replica.Config{Sessions: "local", Events: "memory", Store: store.NewMemory(10<<20, 64)})
 		srv := httptest.NewServer(cs.wrap(rep))
 		out := filepath.Join(dir, strconv.FormatBool(probes))
 		args := []string{"run", "t", "--file", file, "--engine", "live", "--target", srv.URL, "--out", out, "--no-charts", "--no-saturation-check", "--quiet"}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -647,7 +648,7 @@ func (ld *loader) nightly(l *layer, p toml.Primitive, s *Scenario) {
 var AgreementKeys = []string{
 	"lost_fraction", "lost_fraction_rel", "http_404_per_100", "http_404_per_100_rel", "drops_resumed", "drops_resumed_rel",
 	"reissued_per_100", "reissued_per_100_rel", "failed_per_100", "failed_per_100_rel", "reconnects_per_call", "reconnects_per_call_rel",
-	"replay_latency_factor", "store_peak_factor",
+	"http_503_per_100", "http_503_per_100_rel", "recovery_s", "recovery_s_rel", "replay_latency_factor", "store_peak_factor",
 }
 
 // expect parses [scenario.NAME.expect]: <metric>_max / <metric>_min bounds
@@ -874,8 +875,34 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	if d.Server == topology.ServerGoSDK && d.Sessions == topology.SessionsShared {
 		ld.errorf(where+".server", "the go-sdk server cannot share sessions between replicas: use sessions = \"local\" or server = %q", topology.ServerReference)
 	}
-	ld.validateTSServer(where, &d)
+	ld.validateServer(where, &d, all)
 	return d, true
+}
+
+// validateServer checks what the design's server flavour can carry out.
+func (ld *loader) validateServer(where string, d *Design, all []*layer) {
+	ld.validateTSServer(where, d)
+	ld.refuseAdmission(d, all)
+}
+
+// refuseAdmission refuses the admission and accept-queue keys for a server
+// stormsim does not write, which would silently ignore them: only its own
+// replica carries them out (through package protocol).
+func (ld *loader) refuseAdmission(d *Design, all []*layer) {
+	var who string
+	switch {
+	case d.Own != nil:
+		who = "a server you bring"
+	case d.Server == topology.ServerGoSDK, d.Server == topology.ServerTSSDK:
+		who = "the " + d.Server + " server"
+	default:
+		return
+	}
+	for _, k := range protocol.AdmissionKeys {
+		if slices.ContainsFunc(all, func(l *layer) bool { return l.defined("replica", k) }) {
+			ld.errorf(origin(all, "replica", k), "%s does no admission control and has no accept queue: only stormsim's own replica (server = %q) carries this key out; drop it for this design", who, topology.ServerReference)
+		}
+	}
 }
 
 func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {

@@ -158,6 +158,12 @@ func TestBadInput(t *testing.T) {
 		{"unused design", minimal + "[design.x]\nmode = \"bogus\"\nsessions = \"local\"\nevents = \"memory\"\n", nil, []string{"t.toml: design.x.mode: \"bogus\" is not one of"}},
 		// --set cannot change the fault schedule or the thresholds.
 		{"set faults", minimal, []string{"faults=[]"}, []string{"--set: faults: unknown key"}},
+		// A retry hint spread of [0, 0] would hint 0.
+		{"zero spread", minimal + "[scenario.s.replica]\nretry_hint_spread = [0.0, 0.0]\n", nil, []string{"t.toml: scenario.s.replica.retry_hint_spread", "hint of 0"}},
+		// Admission keys for servers stormsim does not write: refused, by key.
+		{"admission go-sdk", "[design.x]\nserver=\"go-sdk\"\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.replica]\nadmit_bucket = 10\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.replica.admit_bucket", "go-sdk server does no admission control"}},
+		{"admission ts-sdk", "[design.x]\nserver=\"ts-sdk\"\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.store]\nmemory_cap_bytes = 0\n[scenario.s]\ndesigns=[\"x\"]\n[scenario.s.replica]\naccept_rate = 100.0\n", nil, []string{"t.toml: scenario.s.replica.accept_rate", "ts-sdk server does no admission control"}},
+		{"admission own", "[design.x]\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\nserver.url=\"http://127.0.0.1:1/mcp\"\n[design.x.replica]\nhint_on_503 = true\nmax_conn_rate = 5.0\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.replica.hint_on_503", "t.toml: design.x.replica.max_conn_rate", "a server you bring does no admission control"}},
 		// Bad drain_close.
 		{"drain close", minimal + "[scenario.s.replica]\ndrain_close = \"never\"\n", nil, []string{"t.toml: scenario.s.replica.drain_close", `"never"`}},
 	}

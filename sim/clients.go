@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/workload"
 )
@@ -384,7 +385,7 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	if dead && a.follower >= 0 {
 		f := &e.clients[a.follower]
 		if f.conn.kind == connResume && f.conn.proc != a.proc {
-			e.schedule(max(e.now+int64(e.d.Replica.OrphanLease), f.conn.from), evStreamEnd, a.follower, f.tok)
+			e.schedule(protocol.OrphanEnd(&e.d.Replica, e.now, f.conn.from), evStreamEnd, a.follower, f.tok)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -120,13 +121,7 @@ type proc struct {
 	conns   []int32  // clients with a connection here
 	store   memStore // this process's in-memory event store
 
-	freeAt      int64   // when the accept queue drains
-	tokens      float64 // connection-rate bucket
-	tokensAt    int64
-	admitWin    int64 // the admission window being counted
-	admitCount  int
-	promisedWin int64 // the next window rejected clients were sent to
-	promised    int
+	adm protocol.Admission // admission windows, connection-rate bucket, accept queue
 	// Starts and lengths of the running attempts, parallel to running, so
 	// the per-step store sums scan two small arrays instead of attempts.
 	runStart []int64
@@ -144,6 +139,12 @@ type engine struct {
 	q   queue
 	now int64
 
+	caps protocol.Caps // what the design's replicas do (era and axes)
+	// mutate, when set, rewrites protocol's answer before the engine
+	// carries it out: the differential test changes one rule of this
+	// engine with it and requires that the live replica then disagrees.
+	// Nil in every run.
+	mutate                                            func(clients.Req, protocol.Answer) protocol.Answer
 	hasSessions, shared, priming, pollClose, noResume bool
 	events                                            string
 	evBytes                                           int64

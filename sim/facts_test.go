@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/stormsim/stormsim/clients"
 	"math"
 	"slices"
 	"testing"
@@ -86,8 +87,9 @@ func TestNoStoreResumeIs400(t *testing.T) {
 		}
 		c.call.attempt = 0
 		c.reqCursor = 3
-		status, purged := e.resume(int32(id), c, c.sessProc)
-		if status != 400 || purged {
+		c.req = clients.ReqResume
+		in, _ := e.serveOn(int32(id), c, c.sessProc)
+		if status, purged := in.Status, in.Purged; status != 400 || purged {
 			t.Fatalf("resume on nostore = %d (purged %v), want 400 not purged", status, purged)
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -20,9 +21,7 @@ func (e *engine) dropConns(p int32, hint time.Duration) {
 func (e *engine) drain(p int32) {
 	pr := &e.procs[p]
 	pr.state = procDraining
-	closeNow := e.d.Replica.DrainClose == topology.DrainCloseStart ||
-		(e.d.Replica.DrainClose == topology.DrainCloseAuto && e.shared)
-	if closeNow && e.pollClose {
+	if e.caps.CloseOnDrain(e.d.Replica.DrainClose) {
 		e.closeWithHints(p)
 	}
 	pr = &e.procs[p]
@@ -38,14 +37,10 @@ func (e *engine) drain(p int32) {
 // the design spreads hints, and with admission buckets each group of
 // admit_bucket streams told to come back one interval after the previous.
 func (e *engine) closeWithHints(p int32) {
-	rc := &e.d.Replica
 	for i := 0; len(e.procs[p].conns) > 0; i++ {
 		pr := &e.procs[p]
 		id := pr.conns[len(pr.conns)-1]
-		hint := e.hint(rc.RetryHint)
-		if rc.AdmitBucket > 0 {
-			hint += time.Duration(i/rc.AdmitBucket) * rc.AdmitInterval
-		}
+		hint := protocol.DrainHint(&e.d.Replica, i, e.rng.Float64)
 		e.endStream(id, &e.clients[id], clients.Input{Kind: clients.InStreamEnd, RetryHint: hint})
 	}
 }
@@ -67,7 +62,7 @@ func (e *engine) exitProc(p int32, graceful bool) {
 		e.endAttempt(pr.running[len(pr.running)-1], true)
 		pr = &e.procs[p]
 	}
-	if graceful && e.pollClose {
+	if e.caps.CloseOnExit(graceful) {
 		e.closeWithHints(p)
 	} else {
 		e.dropConns(p, 0)

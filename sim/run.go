@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -141,20 +142,17 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	if err != nil {
 		return nil, fmt.Errorf("sim: design %s: %w", d.Name, err)
 	}
-	era2026 := d.Era == "2026-07-28"
+	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
 	e := &engine{
-		sc: sc, d: d, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx,
-		hasSessions: d.Sessions != topology.SessionsNone && !era2026,
-		shared:      d.Sessions == topology.SessionsShared && !era2026,
-		events:      d.Events,
-		noResume:    era2026,
+		sc: sc, d: d, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx, caps: caps,
+		hasSessions: caps.Sessions,
+		shared:      caps.Shared,
+		events:      caps.Events,
+		noResume:    caps.NoResume,
+		priming:     caps.Priming,
+		pollClose:   caps.PollClose,
 		iv:          int64(float64(time.Second) / sc.Workload.EventRate),
 	}
-	if era2026 {
-		e.events = topology.EventsNone
-	}
-	e.priming = e.events != topology.EventsNone && d.Era != "2025-06-18"
-	e.pollClose = e.events != topology.EventsNone && d.Era == "2025-11-25"
 	e.evBytes = max(d.Store.MemoryEventBytes(sc.Workload.EventBytes), 1)
 	e.redisCost = d.Store.RedisStreamCost(sc.Workload.EventBytes)
 	if e.iv < 1 {

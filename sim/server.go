@@ -1,10 +1,8 @@
 package sim
 
 import (
-	"math"
-	"time"
-
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -15,44 +13,53 @@ type gap struct{ from, until int64 }
 // arrive handles a request reaching the load balancer: routing, the replica's
 // admission and accept queue, then the handler.
 func (e *engine) arrive(id int32, c *client) {
+	p, wait, refused := e.front(c)
+	switch {
+	case refused != nil:
+		e.answer(id, c, response(*refused))
+	case wait > 0:
+		c.admitProc = p
+		e.q.push(event{at: e.now + wait, kind: evResponse, id: id, tok: c.tok, aux: atHandler})
+	default:
+		e.handle(id, c, p)
+	}
+}
+
+// front takes a request to a replica: the LB's pick, then the replica's
+// admission and accept queue. It returns the process and how long the
+// request waits in its queue, or the answer of a refusal.
+func (e *engine) front(c *client) (p int32, wait int64, refused *protocol.Answer) {
 	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
 	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
 	if slot < 0 {
-		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503}) // no replica in the pool
-		return
+		return -1, 0, &protocol.Unreachable // no replica in the pool
 	}
-	p := e.slots[slot]
+	p = e.slots[slot]
 	if p < 0 || e.partitioned[slot] || e.procs[p].state != procUp {
 		// The LB has not noticed yet: the connection is refused or times out.
-		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503})
-		return
+		return -1, 0, &protocol.Unreachable
 	}
-	if hint, ok := e.admit(p, c.req); !ok {
-		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503, RetryHint: hint})
-		return
+	adm := &e.procs[p].adm
+	if ans := adm.Admit(&e.d.Replica, e.now, c.req, e.rng.Float64); !ans.OK() {
+		return -1, 0, &ans
 	}
-	wait, ok := e.enqueue(p)
-	if !ok {
-		in := clients.Input{Kind: clients.InResponse, Status: 503}
-		if e.d.Replica.HintOn503 {
-			in.RetryHint = e.hint(e.d.Replica.RetryHint)
-		}
-		e.answer(id, c, in)
-		return
+	w, ans := adm.Enqueue(&e.d.Replica, e.now, e.rng.Float64)
+	if !ans.OK() {
+		return -1, 0, &ans
 	}
-	if wait > 0 {
-		c.admitProc = p
-		e.q.push(event{at: e.now + wait, kind: evResponse, id: id, tok: c.tok, aux: atHandler})
-		return
-	}
-	e.handle(id, c, p)
+	return p, int64(w), nil
+}
+
+// response is a replica's answer as the client's brain reads it.
+func response(a protocol.Answer) clients.Input {
+	return clients.Input{Kind: clients.InResponse, Status: a.Status, Purged: a.Purged, RetryHint: a.RetryHint, Session: a.Session}
 }
 
 // handleQueued serves a request that waited in a replica's accept queue.
 func (e *engine) handleQueued(id int32, c *client) {
 	p := c.admitProc
 	if e.procs[p].state != procUp || e.partitioned[e.procs[p].slot] {
-		e.answer(id, c, clients.Input{Kind: clients.InResponse, Status: 503})
+		e.answer(id, c, response(protocol.Unreachable))
 		return
 	}
 	e.handle(id, c, p)
@@ -68,80 +75,6 @@ func (e *engine) handle(id int32, c *client, p int32) {
 		return
 	}
 	e.answer(id, c, in)
-}
-
-// newConn reports whether a request opens a new connection or session, the
-// requests that admission control and connection-rate limits count.
-func newConn(r clients.Req) bool {
-	return r == clients.ReqInitialize || r == clients.ReqCall || r == clients.ReqResume || r == clients.ReqStandalone
-}
-
-// admit applies the admission bucket and the connection-rate limit. A
-// rejected request gets the time to come back in, when there is one.
-func (e *engine) admit(p int32, r clients.Req) (time.Duration, bool) {
-	rc := &e.d.Replica
-	if !newConn(r) {
-		return 0, true
-	}
-	pr := &e.procs[p]
-	if rc.MaxConnRate > 0 {
-		pr.tokens = math.Min(rc.MaxConnRate, pr.tokens+float64(e.now-pr.tokensAt)/1e9*rc.MaxConnRate)
-		pr.tokensAt = e.now
-		if pr.tokens < 1 {
-			var hint time.Duration
-			if rc.HintOn503 {
-				hint = e.hint(rc.RetryHint)
-			}
-			return hint, false
-		}
-		pr.tokens--
-	}
-	if rc.AdmitBucket > 0 {
-		iv := int64(rc.AdmitInterval)
-		win := e.now / iv
-		if win != pr.admitWin {
-			pr.admitWin, pr.admitCount = win, 0
-		}
-		if pr.admitCount >= rc.AdmitBucket {
-			// Send it to the first later window with room left, as Zed does.
-			if pr.promisedWin <= win {
-				pr.promisedWin, pr.promised = win+1, 0
-			}
-			if pr.promised >= rc.AdmitBucket {
-				pr.promisedWin, pr.promised = pr.promisedWin+1, 0
-			}
-			pr.promised++
-			return time.Duration(pr.promisedWin*iv - e.now), false
-		}
-		pr.admitCount++
-	}
-	return 0, true
-}
-
-// enqueue puts a request in p's accept queue: it returns how long it waits,
-// or false when the queue is full.
-func (e *engine) enqueue(p int32) (int64, bool) {
-	rate := e.d.Replica.AcceptRate
-	if rate <= 0 {
-		return 0, true
-	}
-	pr := &e.procs[p]
-	wait := max(pr.freeAt-e.now, 0)
-	if float64(wait)*rate/1e9 >= float64(e.d.Replica.AcceptQueue) {
-		return 0, false
-	}
-	pr.freeAt = max(pr.freeAt, e.now) + int64(1e9/rate)
-	return wait, true
-}
-
-// hint is a retry hint as the server sends it: base times a random factor in
-// the design's spread (GitLab's 1–3× fix), or base itself.
-func (e *engine) hint(base time.Duration) time.Duration {
-	sp := e.d.Replica.RetryHintSpread
-	if sp[1] <= sp[0] {
-		return time.Duration(float64(base) * sp[0])
-	}
-	return time.Duration(float64(base) * (sp[0] + e.rng.Float64()*(sp[1]-sp[0])))
 }
 
 // storeUnavailable reports whether a call to Redis fails now: during an
@@ -186,15 +119,6 @@ func (e *engine) storeRead(n int) int64 {
 	return lat + (start - e.now) + int64(service)
 }
 
-// needsStore reports whether serving the request reads or writes Redis
-// before it can answer.
-func (e *engine) needsStore(c *client) bool {
-	if e.shared && (c.req == clients.ReqInitialize || c.brain.HasSession()) {
-		return true // the session record lives in Redis
-	}
-	return c.req == clients.ReqResume && e.events == topology.EventsRedis
-}
-
 // sessionAt reports whether the process p knows the client's session.
 func (e *engine) sessionAt(c *client, p int32) bool {
 	if !c.brain.HasSession() {
@@ -209,67 +133,41 @@ func (e *engine) sessionAt(c *client, p int32) bool {
 	return c.sessProc == p && e.procs[p].state != procDead
 }
 
-// serveOn runs a request on process p. The second result delays the answer
-// (a store call that times out).
+// serveOn runs a request on process p: protocol decides, from the facts
+// the engine's state gives, and the engine carries out what it allows. The
+// second result delays the answer (a store call that times out).
 func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
-	in := clients.Input{Kind: clients.InResponse}
-	if e.needsStore(c) {
-		if e.storeUnavailable() {
-			in.Status = 503
-			return in, int64(e.d.Store.Timeout)
-		}
-		if e.shared {
-			e.storeOp(1)
-		}
+	ans := e.caps.Serve(protocol.Request{Kind: c.req}, &facts{e: e, c: c, id: id, p: p})
+	if e.mutate != nil {
+		ans = e.mutate(c.req, ans)
+	}
+	in := response(ans)
+	if ans.Unavailable {
+		return in, int64(e.d.Store.Timeout)
+	}
+	if !ans.OK() {
+		return in, 0
 	}
 	switch c.req {
 	case clients.ReqInitialize:
-		in.Status = 200
-		if e.hasSessions {
+		if ans.Session {
 			// The old session's streams stay in the store until retention
 			// removes them: the server never learns the client moved on.
 			c.streams = c.streams[:0]
 			slot := e.procs[p].slot
-			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), e.d.LB == "hash")
+			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), protocol.HashIDs(e.d.LB))
 			c.sessProc, c.sessOK, c.sessEpoch = p, true, e.storeEpoch
 			e.lb.Bind(c.sess, int(slot))
-			in.Session = true
-		}
-	case clients.ReqInitialized:
-		in.Status = 202
-		if e.hasSessions && !e.sessionAt(c, p) {
-			in.Status = 404
 		}
 	case clients.ReqCall:
-		if e.hasSessions && !e.sessionAt(c, p) {
-			in.Status = 404
-			return in, 0
-		}
-		in.Status = 200
 		e.startAttempt(id, c, p)
 	case clients.ReqResume:
-		in.Status, in.Purged = e.resume(id, c, p)
+		e.resumeOn(id, c, p)
 	case clients.ReqStandalone:
-		switch {
-		case !e.hasSessions:
-			in.Status = 405
-		case !e.sessionAt(c, p):
-			in.Status = 404
-		default:
-			in.Status = 200
-			e.connect(c, id, connStandalone, -1, p, e.now, 0)
-		}
+		e.connect(c, id, connStandalone, -1, p, e.now, 0)
 	case clients.ReqDelete:
-		switch {
-		case !e.hasSessions:
-			in.Status = 405
-		case !e.sessionAt(c, p):
-			in.Status = 404
-		default:
-			in.Status = 200
-			e.dropSessionStreams(c)
-			c.sessOK, c.sessProc = false, -1
-		}
+		e.dropSessionStreams(c)
+		c.sessOK, c.sessProc = false, -1
 	}
 	return in, 0
 }
@@ -315,7 +213,7 @@ func (e *engine) answer(id int32, c *client, in clients.Input) {
 		if a.ended {
 			at := c.conn.from
 			if a.dead {
-				at = max(at, a.end+int64(e.d.Replica.OrphanLease))
+				at = protocol.OrphanEnd(&e.d.Replica, a.end, at)
 			}
 			c.tok++
 			e.schedule(at, evStreamEnd, id, c.tok)

@@ -1,27 +1,66 @@
 package sim
 
 import (
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 )
 
-// resume serves a GET with Last-Event-ID.
-func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
-	switch {
-	case !e.hasSessions:
-		return 405, false
-	case !e.sessionAt(c, p):
-		return 404, false
-	case e.events == topology.EventsNone:
-		return 400, false
+// facts answers protocol's questions about one request from the engine's
+// virtual state (protocol.Facts).
+type facts struct {
+	e     *engine
+	c     *client
+	id, p int32
+}
+
+var _ protocol.Facts = (*facts)(nil)
+
+// Session checks (or, for an initialize, creates) the session; a shared
+// session costs a store operation, and fails while the store is down.
+func (f *facts) Session() protocol.Session {
+	e, c := f.e, f.c
+	initialize := c.req == clients.ReqInitialize
+	if !initialize && !c.brain.HasSession() {
+		return protocol.SessionMissing
+	}
+	if e.shared {
+		if e.storeUnavailable() {
+			return protocol.SessionUnavailable
+		}
+		e.storeOp(1)
+	}
+	if !initialize && !e.sessionAt(c, f.p) {
+		return protocol.SessionUnknown
+	}
+	return protocol.SessionKnown
+}
+
+// Claim reports whether the stream has no other follower.
+func (f *facts) Claim() bool {
+	ai := f.c.call.attempt
+	if ai < 0 {
+		return true
+	}
+	a := &f.e.attempts[ai]
+	return a.follower < 0 || a.follower == f.id
+}
+
+// Read finds whether the events after the client's cursor are in the
+// store, counting the events a purged stream lost.
+func (f *facts) Read() protocol.Read {
+	e, c := f.e, f.c
+	if e.events == topology.EventsRedis && e.storeUnavailable() {
+		return protocol.ReadUnavailable
 	}
 	ai := c.call.attempt
 	if ai < 0 {
-		return 400, false
+		return protocol.ReadUnknown
 	}
 	a := &e.attempts[ai]
 	cursor := c.reqCursor
-	if e.events == topology.EventsMemory && a.proc != p {
-		return 400, false // the stream lives in another process's memory
+	if e.events == topology.EventsMemory && a.proc != f.p {
+		return protocol.ReadUnknown // the stream lives in another process's memory
 	}
 	hi := e.produced(a, e.now)
 	lo := e.storedLo(a, hi)
@@ -33,15 +72,19 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 			missing = int64(min(lo, hi+1) - cursor - 1)
 		}
 		e.audit.PurgedMissing += max(missing, 0)
-		return 400, true
+		return protocol.ReadPurged
 	}
-	if a.follower >= 0 && a.follower != id {
-		return 409, false
-	}
-	n := hi - cursor
-	if n < 0 {
-		n = 0
-	}
+	return protocol.ReadOK
+}
+
+// resumeOn carries out a resume protocol allowed: the replay from the
+// store, then the stream follows the call.
+func (e *engine) resumeOn(id int32, c *client, p int32) {
+	ai := c.call.attempt
+	a := &e.attempts[ai]
+	cursor := c.reqCursor
+	hi := e.produced(a, e.now)
+	n := max(hi-cursor, 0)
 	e.t.Resumes++
 	if c.call.waitResume {
 		e.audit.DropsWithIDResumed++
@@ -56,7 +99,6 @@ func (e *engine) resume(id int32, c *client, p int32) (int, bool) {
 	}
 	e.connect(c, id, connResume, ai, p, e.now+lat, cursor)
 	c.conn.replayN = n // counted as replayed when the replay reaches the client
-	return 200, false
 }
 
 func (e *engine) storedLo(a *attempt, hi int32) int32 {

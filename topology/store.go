@@ -371,6 +371,8 @@ func (c *ReplicaConfig) Validate() []error {
 	}
 	if s := c.RetryHintSpread; s[0] < 0 || s[1] < s[0] {
 		errs = append(errs, fmt.Errorf("retry_hint_spread: %v is not [lo, hi] with 0 ≤ lo ≤ hi", s))
+	} else if s[1] == 0 {
+		errs = append(errs, fmt.Errorf("retry_hint_spread: %v would send every client a hint of 0: use [1, 1] to send retry_hint itself", s))
 	}
 	if c.AdmitBucket < 0 {
 		errs = append(errs, fmt.Errorf("admit_bucket: %d is negative", c.AdmitBucket))

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -112,8 +113,8 @@ func TestPassiveDraining(t *testing.T) {
 		var srvs []*replica.Server
 		var urls []string
 		for i := 0; i < 2; i++ {
-			s := replica.New(replica.Config{Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
-				Store: store.NewMemory(0, 0), DrainLimit: time.Second})
+			s := replica.New(replica.Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
+				Store: store.NewMemory(0, 0), Replica: topology.ReplicaConfig{DrainLimit: time.Second}})
 			ts := httptest.NewServer(s)
 			t.Cleanup(func() { s.Kill(); ts.Close() })
 			srvs, urls = append(srvs, s), append(urls, ts.URL)
@@ -143,6 +144,44 @@ func TestPassiveDraining(t *testing.T) {
 		if !checking && fails != 3 {
 			t.Errorf("without the check: %d of 6 failed, want 3", fails)
 		}
+	}
+}
+
+// An admission 503 is not a drain: it carries Retry-After and no
+// replica.DrainingHeader, so the checking LB passes it to the client and
+// keeps the replica in its pool.
+func TestPassiveAdmission(t *testing.T) {
+	t.Parallel()
+	p, _ := topology.NewPolicy("round-robin", nil)
+	var urls []string
+	for i := 0; i < 2; i++ {
+		s := replica.New(replica.Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
+			Store: store.NewMemory(0, 0), Replica: topology.ReplicaConfig{AdmitBucket: 1, AdmitInterval: time.Hour},
+			Clock: func() time.Time { return time.Unix(0, 0) }})
+		ts := httptest.NewServer(s)
+		t.Cleanup(func() { s.Kill(); ts.Close() })
+		urls = append(urls, ts.URL)
+	}
+	b, _ := New(p, urls)
+	var ch changes
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.CheckHealth(ctx, Health{OnChange: ch.on})
+	ts := httptest.NewServer(b)
+	defer ts.Close()
+	var got []string
+	for i := 0; i < 4; i++ {
+		resp := post(t, ts.URL, "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}})
+		resp.Body.Close()
+		got = append(got, fmt.Sprintf("%d %s %q", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get(replica.DrainingHeader)))
+	}
+	// one admitted per replica per hour; the rest told to come back in an hour
+	want := []string{`200  ""`, `200  ""`, `503 3600 ""`, `503 3600 ""`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	if !b.InPool(0) || !b.InPool(1) {
+		t.Errorf("an admission 503 took a replica out of the pool; changes %q", ch.list())
 	}
 }
 

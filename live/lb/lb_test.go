@@ -19,8 +19,8 @@ func replicas(t *testing.T, n int) []string {
 	t.Helper()
 	var urls []string
 	for i := 0; i < n; i++ {
-		s := replica.New(replica.Config{Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
-			Store: store.NewMemory(0, 0), RetryHint: 100 * time.Millisecond})
+		s := replica.New(replica.Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
+			Store: store.NewMemory(0, 0), Replica: topology.ReplicaConfig{RetryHint: 100 * time.Millisecond}})
 		ts := httptest.NewServer(s)
 		t.Cleanup(func() { s.Kill(); ts.Close() })
 		urls = append(urls, ts.URL)

@@ -16,7 +16,7 @@ func TestDrainSendsTheLastResult(t *testing.T) {
 	t.Parallel()
 	for i := 0; i < 20; i++ {
 		cfg := memoryDesign()
-		cfg.DrainClose = topology.DrainCloseExit
+		cfg.Replica.DrainClose = topology.DrainCloseExit
 		srv, c := newServer(t, cfg)
 		c.initialize()
 		resp := c.call(5, 10)

@@ -11,7 +11,11 @@
 // producer's lease holds. Drain closes the streams with a retry hint, lets
 // the calls finish up to the drain limit, and stops.
 //
-//	srv := replica.New(replica.Config{Mode: "stateful", Sessions: "local", Events: "memory", Store: store.NewMemory(10<<20, 64)})
+// What it answers is decided by package protocol, as the simulator's
+// server model's is: this package learns the facts (the session table, the
+// claim on a stream, the store) and writes the response.
+//
+//	srv := replica.New(replica.Config{Sessions: "local", Events: "memory", Store: store.NewMemory(10<<20, 64)})
 //	http.Handle("/mcp", srv)
 package replica
 
@@ -31,7 +35,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -39,17 +45,16 @@ import (
 type Config struct {
 	Slot, Slots int    // this replica's slot among Slots, for hash-minted session ids
 	HashMint    bool   // mint session ids that hash back to Slot
-	Mode        string // topology.ModeStateless or ModeStateful
-	Sessions    string // topology.SessionsNone, SessionsLocal or SessionsShared
+	Sessions    string // topology.SessionsNone (stateless), SessionsLocal or SessionsShared
 	Events      string // topology.EventsNone, EventsMemory or EventsRedis
-	Era         string // protocol era; "" means 2025-11-25
-	RetryHint   time.Duration
-	// RetryHintSpread multiplies each retry hint by U(lo, hi); zero or
-	// [1, 1] sends the same hint to every client.
-	RetryHintSpread [2]float64
-	DrainLimit      time.Duration
-	OrphanLease     time.Duration
-	DrainClose      string // topology.DrainCloseAuto, Start or Exit
+	Era         string // protocol era; "" means protocol.DefaultEra
+	// Replica is the design's [replica] block: retry hint and spread
+	// (a zero spread means [1, 1]), drain, orphan lease, admission and
+	// accept queue. Admission windows are Unix time / admit_interval; a
+	// run starts on a window boundary (protocol.AlignStart).
+	Replica topology.ReplicaConfig
+	// Clock is the time admission reads; time.Now when nil.
+	Clock func() time.Time
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
@@ -60,9 +65,11 @@ type Config struct {
 }
 
 // Server is one replica. It is safe for concurrent use: cfg is fixed at
-// creation, mu guards the maps and the drain state, logMu the log.
+// creation (caps with it), mu guards the maps and the drain state, logMu
+// the log, admMu the admission state, the hint jitter and the drain count.
 type Server struct {
 	cfg    Config
+	caps   protocol.Caps
 	kill   context.CancelFunc // ends every running call: the process dies
 	callsC context.Context
 
@@ -82,8 +89,10 @@ type Server struct {
 	byStream map[string]string // progress token by stream, for the calls run here
 	frozen   bool
 
-	rngMu sync.Mutex
-	rng   *mrand.Rand // jitter of retry hints, seeded once from crypto/rand
+	admMu   sync.Mutex
+	adm     protocol.Admission // admission windows, connection-rate bucket, accept queue
+	rng     *mrand.Rand        // jitter of retry hints, seeded once from crypto/rand
+	drained int                // streams a drain closed so far, for their hints
 }
 
 // call is one running tools/call; subscribers get its events as produced.
@@ -103,7 +112,17 @@ type call struct {
 // New returns a replica for cfg.
 func New(cfg Config) *Server {
 	if cfg.Era == "" {
-		cfg.Era = "2025-11-25"
+		cfg.Era = protocol.DefaultEra
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Replica.RetryHintSpread == [2]float64{} {
+		cfg.Replica.RetryHintSpread = [2]float64{1, 1}
+	}
+	events := cfg.Events
+	if cfg.Store == nil {
+		events = topology.EventsNone
 	}
 	if cfg.Slots == 0 {
 		cfg.Slots = 1
@@ -112,33 +131,84 @@ func New(cfg Config) *Server {
 	var seed [16]byte
 	rand.Read(seed[:])
 	rng := mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
-	return &Server{cfg: cfg, kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
+	return &Server{cfg: cfg, caps: protocol.CapsOf(cfg.Era, cfg.Sessions, events), kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
 		live: map[string]bool{}, closing: make(chan struct{}), rng: rng,
 		counts: Counts{Calls: map[string]*CallCount{}, ResultsByStream: map[string]int{}}, byStream: map[string]string{}}
 }
 
-func (s *Server) stateless() bool {
-	return s.cfg.Mode == topology.ModeStateless || s.cfg.Era == "2026-07-28"
-}
+func (s *Server) hasStore() bool { return s.caps.HasStore() }
 
-func (s *Server) hasStore() bool {
-	return s.cfg.Store != nil && s.cfg.Events != topology.EventsNone && s.cfg.Era != "2026-07-28"
-}
-
-func (s *Server) priming() bool { return s.hasStore() && s.cfg.Era != "2025-06-18" }
+func (s *Server) priming() bool { return s.caps.Priming }
 
 // ServeHTTP implements the Streamable HTTP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
-		s.post(w, r)
+		msg, ok := readMessage(w, r)
+		if ok && s.admit(w, r, postKind(msg)) {
+			s.post(w, r, msg)
+		}
 	case http.MethodGet:
-		s.get(w, r)
+		kind := clients.ReqStandalone
+		if r.Header.Get("Last-Event-ID") != "" {
+			kind = clients.ReqResume
+		}
+		if s.admit(w, r, kind) {
+			s.get(w, r)
+		}
 	case http.MethodDelete:
 		s.delete(w, r)
 	default:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		s.fail(w, protocol.NoMethod)
 	}
+}
+
+// admit applies the design's admission rules and accept queue to a request
+// of kind: a refused one is answered here, an admitted one waits its turn
+// in the queue first. It reports whether the request goes on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, kind clients.Req) bool {
+	if !protocol.NewConn(kind) {
+		return true
+	}
+	now := s.cfg.Clock().UnixNano()
+	s.admMu.Lock()
+	ans := s.adm.Admit(&s.cfg.Replica, now, kind, s.rng.Float64)
+	var wait time.Duration
+	if ans.OK() {
+		wait, ans = s.adm.Enqueue(&s.cfg.Replica, now, s.rng.Float64)
+	}
+	s.admMu.Unlock()
+	if !ans.OK() {
+		s.fail(w, ans)
+		return false
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	return true
+}
+
+// fail writes an answer that is not served: its status, why, and the
+// headers that go with it.
+func (s *Server) fail(w http.ResponseWriter, a protocol.Answer) {
+	if a.Draining {
+		w.Header().Set(DrainingHeader, "1")
+	}
+	if a.RetryHint > 0 {
+		// Whole seconds, as RFC 9110 has it, rounded up.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((a.RetryHint+time.Second-1)/time.Second), 10))
+	}
+	why := a.Why
+	if why == "" {
+		why = http.StatusText(a.Status)
+	}
+	http.Error(w, why, a.Status)
 }
 
 // DrainingHeader is set on the 503 a draining replica answers new work
@@ -160,35 +230,33 @@ type rpcMessage struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 }
 
-// sessionOK checks the request's session: it returns the status to answer
-// with when the session is missing (400) or unknown (404), and 0 when fine.
-func (s *Server) sessionOK(r *http.Request) (string, int) {
-	if s.stateless() {
-		return "", 0
-	}
+// checkSession looks up the request's session id (returned) in the
+// session table or, with shared sessions, in Redis.
+func (s *Server) checkSession(r *http.Request) (string, protocol.Session) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
-		return "", http.StatusBadRequest
+		return "", protocol.SessionMissing
 	}
 	if s.cfg.Sessions == topology.SessionsShared && s.cfg.Shared != nil {
 		ok, err := s.cfg.Shared.SessionExists(r.Context(), id)
 		if err != nil {
-			return id, http.StatusServiceUnavailable
+			return id, protocol.SessionUnavailable
 		}
 		if !ok {
-			return id, http.StatusNotFound
+			return id, protocol.SessionUnknown
 		}
-		return id, 0
+		return id, protocol.SessionKnown
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.sessions[id] {
-		return id, http.StatusNotFound
+		return id, protocol.SessionUnknown
 	}
-	return id, 0
+	return id, protocol.SessionKnown
 }
 
-func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+// readMessage reads a POST's JSON-RPC message, answering a malformed one.
+func readMessage(w http.ResponseWriter, r *http.Request) (rpcMessage, bool) {
 	var msg rpcMessage
 	// Read the whole body: a handler that streams its answer must not leave
 	// the request body unread.
@@ -197,20 +265,42 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &msg)
 	}
 	if err != nil || msg.JSONRPC != "2.0" {
-		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
-		return
+		http.Error(w, "not a JSON-RPC 2.0 message", protocol.Malformed.Status)
+		return msg, false
 	}
+	return msg, true
+}
+
+// postKind is the request a POSTed message is, as protocol knows them.
+func postKind(msg rpcMessage) clients.Req {
+	switch {
+	case msg.Method == "initialize":
+		return clients.ReqInitialize
+	case len(msg.ID) == 0: // a notification, such as notifications/initialized
+		return clients.ReqInitialized
+	case msg.Method == "tools/call":
+		return clients.ReqCall
+	}
+	return clients.ReqNone // tools/list and the rest: need a session, open nothing
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	if msg.Method == "initialize" {
 		s.initialize(w, r, msg)
 		return
 	}
-	session, status := s.sessionOK(r)
-	if status != 0 {
-		http.Error(w, http.StatusText(status), status)
+	kind := postKind(msg)
+	if kind == clients.ReqNone {
+		kind = clients.ReqInitialized // tools/list and the rest: the session check alone
+	}
+	f := &facts{s: s, r: r}
+	ans := s.caps.Serve(protocol.Request{Kind: kind}, f)
+	if !ans.OK() {
+		s.fail(w, ans)
 		return
 	}
-	if len(msg.ID) == 0 { // a notification, such as notifications/initialized
-		w.WriteHeader(http.StatusAccepted)
+	if len(msg.ID) == 0 {
+		w.WriteHeader(ans.Status) // 202: a notification has no response
 		return
 	}
 	switch msg.Method {
@@ -222,7 +312,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				"events": map[string]any{"type": "integer"}, "interval_ms": map[string]any{"type": "integer"}, "bytes": map[string]any{"type": "integer"}}},
 		}}})
 	case "tools/call":
-		s.toolCall(w, r, msg, session)
+		s.toolCall(w, r, msg, f)
 	default:
 		writeError(w, msg.ID, -32601, "method not found: "+msg.Method)
 	}
@@ -232,30 +322,85 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 	s.mu.Lock()
 	draining := s.draining
 	s.mu.Unlock()
-	if draining {
-		w.Header().Set(DrainingHeader, "1")
-		http.Error(w, "draining", http.StatusServiceUnavailable)
+	f := &facts{s: s, r: r, create: true}
+	ans := s.caps.Serve(protocol.Request{Kind: clients.ReqInitialize, Draining: draining}, f)
+	if !ans.OK() {
+		s.fail(w, ans)
 		return
 	}
-	if !s.stateless() {
-		id := s.mintSession()
-		if s.cfg.Sessions == topology.SessionsShared && s.cfg.Shared != nil {
-			if err := s.cfg.Shared.CreateSession(r.Context(), id); err != nil {
-				http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
-				return
-			}
-		} else {
-			s.mu.Lock()
-			s.sessions[id] = true
-			s.mu.Unlock()
-		}
-		w.Header().Set("Mcp-Session-Id", id)
+	if ans.Session {
+		w.Header().Set("Mcp-Session-Id", f.session)
 	}
 	writeJSON(w, msg.ID, map[string]any{
 		"protocolVersion": s.cfg.Era,
 		"capabilities":    map[string]any{"tools": map[string]any{}},
 		"serverInfo":      map[string]any{"name": "stormsim-replica", "version": "0.1.0"},
 	})
+}
+
+// facts answers protocol's questions about one request (protocol.Facts)
+// from the session table, the claims and the store, keeping what it learns
+// for the handler: the session, the claim and the events read.
+type facts struct {
+	s      *Server
+	r      *http.Request
+	create bool // an initialize: Session creates the session
+
+	session string
+	checked bool
+	found   protocol.Session
+
+	stream  string
+	index   int64
+	closing <-chan struct{}
+	release func() // of the claim; nil when not claimed
+	read    error
+	evs     []store.Event
+}
+
+var _ protocol.Facts = (*facts)(nil)
+
+func (f *facts) Session() protocol.Session {
+	if f.checked {
+		return f.found
+	}
+	f.checked = true
+	if !f.create {
+		f.session, f.found = f.s.checkSession(f.r)
+		return f.found
+	}
+	f.session, f.found = f.s.mintSession(), protocol.SessionKnown
+	if f.s.cfg.Sessions == topology.SessionsShared && f.s.cfg.Shared != nil {
+		if err := f.s.cfg.Shared.CreateSession(f.r.Context(), f.session); err != nil {
+			f.found = protocol.SessionUnavailable
+		}
+		return f.found
+	}
+	f.s.mu.Lock()
+	f.s.sessions[f.session] = true
+	f.s.mu.Unlock()
+	return f.found
+}
+
+func (f *facts) Claim() bool {
+	closing, release, ok := f.s.claim(f.session, f.stream)
+	f.closing, f.release = closing, release
+	return ok
+}
+
+func (f *facts) Read() protocol.Read {
+	f.evs, f.read = f.s.cfg.Store.After(f.r.Context(), f.session, f.stream, f.index)
+	switch {
+	case f.read == nil:
+		return protocol.ReadOK
+	case errors.Is(f.read, store.ErrPurged):
+		return protocol.ReadPurged
+	case errors.Is(f.read, store.ErrUnknownStream):
+		// Not purged: the stream lives in another process's memory, or
+		// died with it.
+		return protocol.ReadUnknown
+	}
+	return protocol.ReadUnavailable
 }
 
 // mintSession returns an unguessable id; under hash routing one that hashes
@@ -277,7 +422,8 @@ type streamArgs struct {
 	Bytes      int `json:"bytes"`
 }
 
-func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage, session string) {
+func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage, f *facts) {
+	session := f.session
 	var p struct {
 		Name      string     `json:"name"`
 		Arguments streamArgs `json:"arguments"`
@@ -295,10 +441,9 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 		return
 	}
 	s.mu.Lock()
-	if s.draining {
+	if ans := s.caps.Serve(protocol.Request{Kind: clients.ReqCall, Draining: s.draining}, f); !ans.OK() {
 		s.mu.Unlock()
-		w.Header().Set(DrainingHeader, "1")
-		http.Error(w, "draining", http.StatusServiceUnavailable)
+		s.fail(w, ans)
 		return
 	}
 	c := &call{session: session, stream: newStreamID(), total: a.Events}
@@ -366,8 +511,8 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 }
 
 func (s *Server) lease() time.Duration {
-	if s.cfg.OrphanLease > 0 {
-		return s.cfg.OrphanLease
+	if s.cfg.Replica.OrphanLease > 0 {
+		return s.cfg.Replica.OrphanLease
 	}
 	return 5 * time.Second
 }
@@ -521,19 +666,13 @@ func (o *sse) event(id string, data []byte) error {
 	return nil
 }
 
-// hint is the retry hint for one stream: jittered by the spread, if any.
+// hint is the retry hint for one stream a drain or an exit closes.
 func (s *Server) hint() time.Duration {
-	sp := s.cfg.RetryHintSpread
-	if sp[1] <= sp[0] {
-		if sp[0] > 0 {
-			return time.Duration(float64(s.cfg.RetryHint) * sp[0])
-		}
-		return s.cfg.RetryHint
-	}
-	s.rngMu.Lock()
-	f := sp[0] + s.rng.Float64()*(sp[1]-sp[0])
-	s.rngMu.Unlock()
-	return time.Duration(float64(s.cfg.RetryHint) * f)
+	s.admMu.Lock()
+	defer s.admMu.Unlock()
+	h := protocol.DrainHint(&s.cfg.Replica, s.drained, s.rng.Float64)
+	s.drained++
+	return h
 }
 
 func (o *sse) retry(d time.Duration) {
@@ -604,48 +743,37 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	if s.stateless() {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	session, status := s.sessionOK(r)
-	if status != 0 {
-		http.Error(w, http.StatusText(status), status)
-		return
-	}
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		s.standalone(w, r, session)
-		return
-	}
-	if !s.hasStore() {
-		http.Error(w, "no event store: cannot resume", http.StatusBadRequest)
-		return
-	}
-	stream, index, err := parseEventID(last)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	closing, release, ok := s.claim(session, stream)
-	if !ok {
-		http.Error(w, "stream already has a connection", http.StatusConflict)
-		return
-	}
-	defer release()
-	s.mu.Lock()
-	c := s.calls[stream]
-	s.mu.Unlock()
-	if c != nil && c.session == session {
-		// The producer runs here: replay from the store, then follow it live.
-		if _, err := s.cfg.Store.After(r.Context(), session, stream, index); err != nil {
-			s.replayError(w, err)
+	f := &facts{s: s, r: r}
+	kind := clients.ReqStandalone
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		kind = clients.ReqResume
+		var err error
+		if f.stream, f.index, err = parseEventID(last); err != nil && s.hasStore() {
+			http.Error(w, err.Error(), protocol.Malformed.Status)
 			return
 		}
-		s.stream(w, r, c, index, false, closing)
+	}
+	ans := s.caps.Serve(protocol.Request{Kind: kind}, f)
+	if f.release != nil {
+		defer f.release()
+	}
+	if !ans.OK() {
+		s.fail(w, ans)
 		return
 	}
-	s.replayAndFollow(w, r, session, stream, index, closing)
+	if kind == clients.ReqStandalone {
+		s.standalone(w, r, f.session)
+		return
+	}
+	s.mu.Lock()
+	c := s.calls[f.stream]
+	s.mu.Unlock()
+	if c != nil && c.session == f.session {
+		// The producer runs here: follow it live from its events.
+		s.stream(w, r, c, f.index, false, f.closing)
+		return
+	}
+	s.replayAndFollow(w, r, f)
 }
 
 // claim gives a session's stream its one connection: it returns the
@@ -668,30 +796,12 @@ func (s *Server) claim(session, stream string) (<-chan struct{}, func(), bool) {
 	}, true
 }
 
-func (s *Server) replayError(w http.ResponseWriter, err error) {
-	if errors.Is(err, store.ErrPurged) {
-		http.Error(w, "events purged", http.StatusBadRequest)
-		return
-	}
-	if errors.Is(err, store.ErrUnknownStream) {
-		// Not purged: the stream lives in another process's memory, or
-		// died with it, as the simulator answers it (400, not purged).
-		http.Error(w, "unknown stream: it is not in this replica's store", http.StatusBadRequest)
-		return
-	}
-	http.Error(w, "event store unavailable", http.StatusServiceUnavailable)
-}
-
 // replayAndFollow serves a resume of a call this replica does not run:
 // replay from the store, then, with shared sessions, follow the producer
 // through Redis until its result or until its lease runs out (an orphan).
-// The caller has claimed the stream.
-func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, session, stream string, index int64, closing <-chan struct{}) {
-	evs, err := s.cfg.Store.After(r.Context(), session, stream, index)
-	if err != nil {
-		s.replayError(w, err)
-		return
-	}
+// The caller has claimed the stream and read its events (f).
+func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, f *facts) {
+	session, stream, index, closing, evs := f.session, f.stream, f.index, f.closing, f.evs
 	out, ok := s.openSSE(w, session)
 	if !ok {
 		return
@@ -784,22 +894,19 @@ func parseEventID(id string) (string, int64, error) {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	if s.stateless() {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	session, status := s.sessionOK(r)
-	if status != 0 {
-		http.Error(w, http.StatusText(status), status)
+	f := &facts{s: s, r: r}
+	ans := s.caps.Serve(protocol.Request{Kind: clients.ReqDelete}, f)
+	if !ans.OK() {
+		s.fail(w, ans)
 		return
 	}
 	s.mu.Lock()
-	delete(s.sessions, session)
+	delete(s.sessions, f.session)
 	s.mu.Unlock()
 	if s.cfg.Store != nil {
-		s.cfg.Store.SessionClosed(r.Context(), session) //nolint:errcheck // best effort: retention removes the rest
+		s.cfg.Store.SessionClosed(r.Context(), f.session) //nolint:errcheck // best effort: retention removes the rest
 	}
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(ans.Status)
 }
 
 // Drain stops taking work, closes the open streams with a retry hint (at
@@ -808,15 +915,13 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Drain() {
 	s.mu.Lock()
 	s.draining = true
-	closeNow := s.cfg.DrainClose == topology.DrainCloseStart ||
-		((s.cfg.DrainClose == topology.DrainCloseAuto || s.cfg.DrainClose == "") && s.cfg.Sessions == topology.SessionsShared)
-	if closeNow && s.priming() {
+	if s.caps.CloseOnDrain(s.cfg.Replica.DrainClose) {
 		close(s.closing)
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.running.Wait(); close(done) }()
-	limit := s.cfg.DrainLimit
+	limit := s.cfg.Replica.DrainLimit
 	if limit <= 0 {
 		limit = time.Minute
 	}

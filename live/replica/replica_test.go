@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +24,25 @@ type sseEvent struct {
 }
 
 // readSSE parses an SSE body until it ends (or n events, when n > 0).
+// scanners holds the scanner of each response readSSE reads.
+var scanners sync.Map // *http.Response → *bufio.Scanner
+
 func readSSE(t *testing.T, resp *http.Response, n int) []sseEvent {
 	t.Helper()
 	var out []sseEvent
 	var cur sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// One scanner per response: what a scanner read ahead of the n-th
+	// event belongs to the next call (events that come in one read).
+	v, ok := scanners.Load(resp)
+	if !ok {
+		fresh := bufio.NewScanner(resp.Body)
+		fresh.Buffer(make([]byte, 1<<20), 1<<20)
+		v, _ = scanners.LoadOrStore(resp, fresh)
+	}
+	sc := v.(*bufio.Scanner)
+	if n == 0 {
+		defer scanners.Delete(resp)
+	}
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -103,8 +117,8 @@ func newServer(t *testing.T, cfg Config) (*Server, *client) {
 }
 
 func memoryDesign() Config {
-	return Config{Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
-		Store: store.NewMemory(0, 0), RetryHint: 250 * time.Millisecond, DrainLimit: 5 * time.Second}
+	return Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory,
+		Store: store.NewMemory(0, 0), Replica: topology.ReplicaConfig{RetryHint: 250 * time.Millisecond, DrainLimit: 5 * time.Second}}
 }
 
 // initialize sets Mcp-Session-Id on a stateful server, and not on a stateless one.
@@ -114,7 +128,7 @@ func TestSessionHeader(t *testing.T) {
 	if resp := c.initialize(); resp.StatusCode != 200 || c.session == "" {
 		t.Errorf("stateful: %d, session %q", resp.StatusCode, c.session)
 	}
-	_, s := newServer(t, Config{Mode: topology.ModeStateless, Sessions: topology.SessionsNone, Events: topology.EventsNone})
+	_, s := newServer(t, Config{Sessions: topology.SessionsNone, Events: topology.EventsNone})
 	if resp := s.initialize(); resp.StatusCode != 200 || s.session != "" {
 		t.Errorf("stateless: %d, session %q", resp.StatusCode, s.session)
 	}
@@ -207,7 +221,7 @@ func TestStatusCodes(t *testing.T) {
 	}
 
 	// No store: a GET with Last-Event-ID is 400; without one it opens the standalone stream.
-	_, n := newServer(t, Config{Mode: topology.ModeStateful, Sessions: topology.SessionsLocal, Events: topology.EventsNone})
+	_, n := newServer(t, Config{Sessions: topology.SessionsLocal, Events: topology.EventsNone})
 	n.initialize()
 	if r := n.do("GET", nil, map[string]string{"Last-Event-ID": "abc_3"}); r.StatusCode != 400 {
 		t.Errorf("resume without a store: %d, want 400", r.StatusCode)
@@ -221,7 +235,7 @@ func TestStatusCodes(t *testing.T) {
 	}
 
 	// Stateless: GET and DELETE are 405.
-	_, s := newServer(t, Config{Mode: topology.ModeStateless, Sessions: topology.SessionsNone, Events: topology.EventsNone})
+	_, s := newServer(t, Config{Sessions: topology.SessionsNone, Events: topology.EventsNone})
 	for _, m := range []string{"GET", "DELETE"} {
 		if r := s.do(m, nil, nil); r.StatusCode != 405 {
 			t.Errorf("stateless %s: %d, want 405", m, r.StatusCode)
@@ -247,7 +261,7 @@ func TestDeleteEndsSession(t *testing.T) {
 func TestDrainSendsRetry(t *testing.T) {
 	t.Parallel()
 	cfg := memoryDesign()
-	cfg.DrainClose = topology.DrainCloseStart
+	cfg.Replica.DrainClose = topology.DrainCloseStart
 	srv, c := newServer(t, cfg)
 	c.initialize()
 	resp := c.call(100, 20)

@@ -33,8 +33,8 @@ func twoSharedRedis(t *testing.T, lease time.Duration) (*Server, *Server, *clien
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, MaxRetries: -1})
 	rs := store.NewRedis(rdb, &store.RedisOptions{SessionTTL: time.Minute})
 	mk := func() (*Server, *client) {
-		s := New(Config{Mode: topology.ModeStateful, Sessions: topology.SessionsShared, Events: topology.EventsRedis,
-			Store: rs, Shared: rs, RetryHint: 100 * time.Millisecond, OrphanLease: lease, DrainLimit: 5 * time.Second})
+		s := New(Config{Sessions: topology.SessionsShared, Events: topology.EventsRedis,
+			Store: rs, Shared: rs, Replica: topology.ReplicaConfig{RetryHint: 100 * time.Millisecond, OrphanLease: lease, DrainLimit: 5 * time.Second}})
 		ts := httptest.NewServer(s)
 		t.Cleanup(func() { s.Kill(); ts.Close() })
 		return s, &client{t: t, url: ts.URL}

@@ -9,6 +9,7 @@ import (
 	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -30,8 +31,7 @@ func serverCounts(ctx context.Context, t *topo.Topology, sc *scenario.Scenario, 
 	}
 	counts, missing := t.Counts(ctx)
 	out := countsOf(counts, missing, sc, d, t0)
-	era2026 := d.Era == "2026-07-28"
-	if d.Events == topology.EventsRedis && !era2026 {
+	if protocol.CapsOf(d.Era, d.Sessions, d.Events).Events == topology.EventsRedis {
 		if rdb := t.Redis(); rdb != nil {
 			info := map[string]check.StreamInfo{}
 			for tok, a := range out.Attempts {
@@ -63,10 +63,10 @@ func reconcile(h *history.History, j *history.Judgment, sc *check.ServerCounts, 
 // countsOf turns the reference replicas' counters (and the processes whose
 // counters could not be read) into what check.Reconcile holds a history to.
 func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario, d *scenario.Design, t0 time.Time) *check.ServerCounts {
-	era2026 := d.Era == "2026-07-28"
+	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
 	out := &check.ServerCounts{
 		Attempts: map[string]check.AttemptCount{}, ResultsByStream: map[string]int{}, Missing: missing,
-		Priming: d.Events != topology.EventsNone && !era2026 && d.Era != "2025-06-18",
+		Priming: caps.Priming,
 		Horizon: int64(sc.Duration + sc.Drain),
 	}
 	for _, f := range sc.Faults {
@@ -78,7 +78,7 @@ func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario,
 	for _, c := range counts {
 		for tok, cc := range c.Calls {
 			a := check.AttemptCount{Session: cc.Session, Stream: cc.Stream, Events: cc.Events, Produced: cc.Produced,
-				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: d.Events == topology.EventsMemory && !era2026, StoreFirst: cc.StoreFirst,
+				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: caps.Events == topology.EventsMemory, StoreFirst: cc.StoreFirst,
 				StoreGone: c.Gone}
 			if cc.Killed {
 				a.KilledAt = cc.KilledNS - base

@@ -41,6 +41,7 @@ import (
 	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
@@ -333,10 +334,10 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		DisableCompression:  true,
 	}
 	defer tr.CloseIdleConnections()
-	era2026 := d.Era == "2026-07-28"
+	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
 	dr := &designRun{
 		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own, host: opts.host,
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: caps.NoResume, own: own, host: opts.host,
 	}
 	if d.Server == topology.ServerTSSDK {
 		dr.opaqueIDs, dr.resultOnly = true, 1
@@ -383,17 +384,18 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	horizon := sc.Duration + sc.Drain
 	dr.t0 = time.Now()
 	started := dr.t0
-	if !opts.StartAt.IsZero() {
-		// The barrier: every shard's clock starts at StartAt.
-		tm := time.NewTimer(time.Until(opts.StartAt))
+	if startAt := startOf(opts.StartAt, dr.t0, &d.Replica); !startAt.IsZero() {
+		// The barrier: every shard's clock starts at startAt, and a
+		// run with admission windows on a window boundary.
+		tm := time.NewTimer(time.Until(startAt))
 		select {
 		case <-ctx.Done():
 			tm.Stop()
-			return designOut{}, fmt.Errorf("live: design %s: waiting for the start at %s: %w", d.Name, opts.StartAt.Format(time.RFC3339Nano), ctx.Err())
+			return designOut{}, fmt.Errorf("live: design %s: waiting for the start at %s: %w", d.Name, startAt.Format(time.RFC3339Nano), ctx.Err())
 		case <-tm.C:
 		}
 		started = time.Now()
-		dr.t0 = opts.StartAt
+		dr.t0 = startAt
 	}
 	runCtx, cancel := context.WithDeadline(ctx, dr.t0.Add(horizon))
 	defer cancel()
@@ -646,8 +648,8 @@ loop:
 
 	h := &history.History{
 		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
-		Stored:         own == nil && d.Events != topology.EventsNone && !era2026,
-		NoStore:        own == nil && (d.Events == topology.EventsNone || era2026),
+		Stored:         own == nil && caps.HasStore(),
+		NoStore:        own == nil && !caps.HasStore(),
 		HaveProduction: own == nil && t != nil,
 		ByEventID:      own != nil,
 	}
@@ -1015,4 +1017,18 @@ func (s *storeSampler) fill(series []int64) {
 		}
 		series[i] = last
 	}
+}
+
+// startOf is when a run that is ready at ready starts: at the shards'
+// common start when there is one; else, when the replicas count admission
+// windows, at the next window boundary (protocol.AlignStart), as the
+// simulator's windows start at its time 0; zero to start at once.
+func startOf(shared, ready time.Time, rc *topology.ReplicaConfig) time.Time {
+	if !shared.IsZero() {
+		return shared
+	}
+	if at := protocol.AlignStart(ready, rc); !at.Equal(ready) {
+		return at
+	}
+	return time.Time{}
 }
