@@ -26,28 +26,15 @@ import (
 // each running stream appends exactly once, at its phase (start mod iv). A
 // Fenwick tree over phase buckets counts the running streams by phase, which
 // gives the number of appends in any interval, and the k-th append after a
-// given time, in O(log buckets) plus a scan of one bucket.
-//
-// A purge round drops the oldest event of every non-empty stream, so it is
-// a shift of the store's round count g against each stream's own count of
-// purged events: a stream that keeps losing one event a round holds r =
-// base + g, and need be visited only when it holds one event or none. Three
-// heaps find those streams (memPurge): the running streams that are losing
-// events, ordered by when their next event to lose was appended; the
-// running streams purged empty, ordered by when they next append; the
-// ended streams, ordered by the round at which they empty. A round costs
-// O(log streams) for each stream that empties or appends after emptying.
+// given time, in O(log buckets) plus a scan of one bucket. A purge round
+// visits every stream of the store; each stream keeps the instant its
+// oldest held event was appended, so that a visit is a comparison and an
+// addition.
 type memStore struct {
-	ms memStreams
-	g  int64 // purge rounds so far
-	// fresh counts the streams holding their priming event, all of them
-	// added since the last round (a round drops every priming event).
-	fresh                 int64
-	losing, empty, ending memHeap
-	kept                  []int32 // scratch for memRound
-	at                    int64   // every append at or before at is applied
-	held                  int64   // bytes held at at
-	run                   int64   // streams still appending (in the phase index)
+	ms   memStreams
+	at   int64 // every append at or before at is applied
+	held int64 // bytes held at at
+	run  int64 // streams still appending (in the phase index)
 	// le is countLE(leFor mod iv): the running streams whose phase is at
 	// most that of leFor, kept for leFor = at so that a settle counts one
 	// bucket, not three.
@@ -82,77 +69,34 @@ type memStreams struct {
 	start []int64
 	e     []int32
 	endN  []int32 // -1 while the attempt runs
-	rb    []int64 // events purged from the stream's start: rb, or rb + g when not grpEmpty
-	grp   []uint8
-	key   []int64 // its order in its group's heap (memPurge)
-	hp    []int32 // its position in that heap
+	// o is when the oldest event still held was (or will be) appended:
+	// start + (first + events purged)*iv. The stream holds an event when
+	// that instant has come: by lim once it has ended, by now while it runs.
+	o   []int64
+	lim []int64 // when its last event was appended, once ended; memRunning while it runs
 }
 
-// A stream's group: which heap of its store holds it.
-const (
-	grpLosing uint8 = iota // running; it loses an event each round while it holds one
-	grpEmpty               // running, purged empty; key: when it next appends
-	grpEnded               // ended; key: the round at which it holds nothing
-)
+const memRunning = math.MaxInt64
 
-func (m *memStreams) add(ai int32, start int64, e int32) int32 {
+func (m *memStreams) add(ai int32, start int64, e int32, o int64) int32 {
 	m.ai, m.start, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.e, e), append(m.endN, -1)
-	m.rb, m.grp, m.key, m.hp = append(m.rb, 0), append(m.grp, grpLosing), append(m.key, 0), append(m.hp, -1)
+	m.o, m.lim = append(m.o, o), append(m.lim, memRunning)
 	return int32(len(m.ai) - 1)
 }
 
-func (s *memStore) heap(g uint8) *memHeap {
-	switch g {
-	case grpLosing:
-		return &s.losing
-	case grpEmpty:
-		return &s.empty
-	}
-	return &s.ending
-}
-
-// r is how many events stream i has lost from its start.
-func (s *memStore) r(i int32) int64 {
-	if s.ms.grp[i] == grpEmpty {
-		return s.ms.rb[i]
-	}
-	return s.ms.rb[i] + s.g
-}
-
-// place puts stream i, which has lost r events, into group g of the heaps.
-func (s *memStore) place(i int32, g uint8, r int64, key int64) {
-	m := &s.ms
-	if m.hp[i] >= 0 {
-		s.heap(m.grp[i]).remove(m, i)
-	}
-	m.grp[i], m.key[i] = g, key
-	if g == grpEmpty {
-		m.rb[i] = r
-	} else {
-		m.rb[i] = r - s.g
-	}
-	s.heap(g).push(m, i)
-}
-
 // remove swaps stream i out, fixing the index of the one moved into its place.
-func (s *memStore) remove(i int32, attempts []attempt) {
-	m := &s.ms
-	if m.hp[i] >= 0 {
-		s.heap(m.grp[i]).remove(m, i)
-	}
-	n := int32(len(m.ai) - 1)
+func (m *memStreams) remove(i int32, attempts []attempt) {
+	n := len(m.ai) - 1
 	attempts[m.ai[i]].memIdx = -1
-	if i != n {
-		m.ai[i], m.start[i], m.e[i], m.endN[i] = m.ai[n], m.start[n], m.e[n], m.endN[n]
-		m.rb[i], m.grp[i], m.key[i], m.hp[i] = m.rb[n], m.grp[n], m.key[n], m.hp[n]
+	if int(i) != n {
+		m.ai[i], m.start[i], m.e[i], m.endN[i], m.o[i], m.lim[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.o[n], m.lim[n]
 		attempts[m.ai[i]].memIdx = i
-		if m.hp[i] >= 0 {
-			s.heap(m.grp[i]).at[m.hp[i]] = i
-		}
 	}
-	m.ai, m.start, m.e, m.endN = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n]
-	m.rb, m.grp, m.key, m.hp = m.rb[:n], m.grp[:n], m.key[:n], m.hp[:n]
+	m.ai, m.start, m.e, m.endN, m.o, m.lim = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.o[:n], m.lim[:n]
 }
+
+// lo is the index of stream i's oldest event still held.
+func (m *memStreams) lo(i int32, iv int64) int64 { return (m.o[i] - m.start[i]) / iv }
 
 // memCap is the store's cap in bytes; no cap never purges.
 func (e *engine) memCap() int64 {
@@ -404,81 +348,43 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 func (e *engine) memPurge(p int32, tau int64, done int32) {
 	s := &e.procs[p].store
 	m := &s.ms
-	// The streams purged empty that have appended since lose events again.
-	for len(s.empty.at) > 0 {
-		i := s.empty.top()
-		if a := m.key[i]; a > tau || a == tau && m.ai[i] > done {
-			break
+	iv, c := e.iv, e.memCap()
+	priming, result, ev := e.memSize(0, 1), e.memSize(1, 1), e.evBytes
+	for s.held > c {
+		var removed int64
+		for i := 0; i < len(m.ai); {
+			o, l := m.o[i], m.lim[i]
+			var holds bool
+			if l == memRunning {
+				// appended by tau; at tau only if before done's append
+				holds = o < tau || o == tau && m.ai[i] <= done
+			} else {
+				holds = o <= l
+			}
+			if holds {
+				switch o {
+				case m.start[i]: // index 0 (with no priming event, o is never start)
+					removed += priming
+				case m.start[i] + int64(m.e[i])*iv:
+					removed += result
+				default:
+					removed += ev
+				}
+				m.o[i] = o + iv
+				i++
+			} else if l != memRunning {
+				m.remove(int32(i), e.attempts) // ended and empty: forgotten
+			} else {
+				i++
+			}
 		}
-		s.place(i, grpLosing, m.rb[i], m.key[i]-s.g*e.iv)
-		e.stats.PurgeVisits++
-	}
-	for c := e.memCap(); s.held > c; {
-		removed := e.memRound(s, tau, done)
+		e.stats.PurgeRounds++
+		e.stats.PurgeVisits += int64(len(m.ai))
 		if removed == 0 {
 			break
 		}
 		s.held -= removed
 	}
-}
-
-// memRound runs one purge round on store s and returns the bytes it freed.
-// Every stream that holds two events or more loses its oldest, counted
-// without visiting it; the streams that hold one or none are visited.
-func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
-	m := &s.ms
-	iv, first := e.iv, int64(e.first())
-	mass := int64(len(s.losing.at) + len(s.ending.at)) // streams losing an unvisited event
-	primed := s.fresh                                  // of which, priming events
-	var removed, visits int64
-	// A losing stream's next event to lose was appended at key + g*iv, the
-	// one after it iv later.
-	thr := tau - s.g*iv
-	for len(s.losing.at) > 0 {
-		i := s.losing.top()
-		k := m.key[i]
-		if k+iv < thr || k+iv == thr && m.ai[i] <= done {
-			break // this one, and so every other, holds two events or more
-		}
-		visits++
-		mass--
-		r := m.rb[i] + s.g
-		if first+r == 0 {
-			primed--
-		}
-		if k < thr || k == thr && m.ai[i] <= done { // it holds one: it loses it
-			removed += e.memSize(first+r, int64(m.e[i]))
-			r++
-		}
-		s.place(i, grpEmpty, r, m.start[i]+(first+r)*iv)
-	}
-	kept := s.kept[:0]
-	for len(s.ending.at) > 0 && m.key[s.ending.top()] <= s.g+1 {
-		i := s.ending.top()
-		visits++
-		mass--
-		if m.key[i] == s.g {
-			s.remove(i, e.attempts) // ended and empty: forgotten
-			continue
-		}
-		last := first + m.rb[i] + s.g // it holds its last event only
-		if last == 0 {
-			primed--
-		}
-		removed += e.memSize(last, int64(m.e[i]))
-		s.ending.remove(m, i)
-		kept = append(kept, m.ai[i])
-	}
-	for _, ai := range kept {
-		s.ending.push(m, e.attempts[ai].memIdx) // empty at the next round
-	}
-	s.kept = kept
-	removed += mass*e.evBytes + primed*(e.memSize(0, 1)-e.evBytes)
-	s.g++
-	s.fresh = 0
-	e.stats.PurgeRounds++
-	e.stats.PurgeVisits += visits
-	return removed
 }
 
 // memAdd puts attempt ai's stream into process p's store: its priming
@@ -487,13 +393,9 @@ func (e *engine) memAdd(p, ai int32) {
 	e.memSettle(p)
 	a := &e.attempts[ai]
 	s := &e.procs[p].store
-	first := int64(e.first())
-	a.memIdx = s.ms.add(ai, a.start, a.e)
-	s.losing.max = true
-	s.place(a.memIdx, grpLosing, 0, a.start+(first-s.g)*e.iv)
+	a.memIdx = s.ms.add(ai, a.start, a.e, a.start+int64(e.first())*e.iv)
 	s.index(ai, a.start, a.e, e.iv)
-	if first == 0 {
-		s.fresh++
+	if e.first() == 0 {
 		s.held += e.memSize(0, int64(a.e))
 		if s.held > e.memCap() {
 			e.memPurge(p, e.now, ai)
@@ -515,10 +417,8 @@ func (e *engine) memEnd(ai int32) {
 		return
 	}
 	s := &e.procs[a.proc].store
-	i := a.memIdx
-	r := s.r(i)
-	s.ms.endN[i] = a.endN
-	s.place(i, grpEnded, r, s.g+int64(a.endN)-int64(e.first())+1-r)
+	s.ms.endN[a.memIdx] = a.endN
+	s.ms.lim[a.memIdx] = a.start + int64(a.endN)*e.iv
 	s.unindex(ai, a.start, e.iv)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpEnd, a.proc, ai)
@@ -538,17 +438,13 @@ func (e *engine) memDelete(ai int32) {
 	s := &e.procs[a.proc].store
 	m := &s.ms
 	i := a.memIdx
-	first, r := int64(e.first()), s.r(i)
-	if first+r == 0 {
-		s.fresh--
-	}
 	last := int64(m.endN[i])
 	if last < 0 {
 		last = (e.now - m.start[i]) / e.iv
 		s.unindex(ai, a.start, e.iv)
 	}
-	s.held -= e.memBytes(first+r, last, int64(m.e[i]))
-	s.remove(i, e.attempts)
+	s.held -= e.memBytes(m.lo(i, e.iv), last, int64(m.e[i]))
+	m.remove(i, e.attempts)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpDelete, a.proc, ai)
 	}
@@ -563,5 +459,5 @@ func (e *engine) memLo(a *attempt, hi int32) int32 {
 	if a.memIdx < 0 {
 		return hi + 1 // purged to nothing and forgotten
 	}
-	return e.first() + int32(e.procs[a.proc].store.r(a.memIdx))
+	return int32(e.procs[a.proc].store.ms.lo(a.memIdx, e.iv))
 }
