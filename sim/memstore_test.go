@@ -157,9 +157,11 @@ func (c *shadowCheck) compare(e *engine, sh *shadowStore, p int32, op memOp) {
 // TestMemoryStoreEvictsPerAppend holds the simulated memory store, after
 // every change, to one that evicts append by append, on small runs of the
 // scenarios that purge (tight caps, a client outage, kills and restarts,
-// no priming event, appends at the same instant).
+// no priming event, appends at the same instant), and on random sequences
+// of store operations (memStoreSequences).
 func TestMemoryStoreEvictsPerAppend(t *testing.T) {
 	t.Parallel()
+	t.Run("sequences", memStoreSequences)
 	small := []string{"workload.clients=60", "workload.arrival_rate=20", "drain=30s",
 		"workload.think=1s", "workload.drop_every=20s"}
 	cases := []struct {
