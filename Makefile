@@ -140,7 +140,7 @@ bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream
 # the Redis concurrency (80 shards) and the memory store's cap per replica (100 MiB) are 10 times
 # the pinned workload's, so that the arrivals take as long and each store is as loaded per stream.
 # It prints both wall times and their ratio, queue and stream events per client, peak RSS and
-# bytes per client. About 10 minutes a round on an idle 2-core machine, and up to 4 GB of memory;
+# bytes per client. A round at 1,000,000 clients takes minutes and gigabytes of memory;
 # BENCH_1M_COUNT=1 runs one round.
 .PHONY: bench-1m
 BENCH_1M_COUNT ?= 3
