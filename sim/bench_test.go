@@ -197,7 +197,7 @@ func benchChild(b *testing.B, clients string) {
 
 func benchChildRun(b *testing.B, n int) childRun {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkMillion$", "-test.benchtime=1x", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkMillion$", "-test.benchtime=1x", "-test.count=1", "-test.timeout=0")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", benchClientsEnv, n))
 	cmd.Stderr = os.Stderr
 	start := time.Now()
