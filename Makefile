@@ -126,8 +126,26 @@ lint: ## gofmt and go vet
 orderings: build ## how often each claim of docs/model.md about the backoff variants holds over 20 seeds of thundering-herd
 	$(MEASURE) orderings -- ./$(BIN) run thundering-herd --seeds 20 --no-charts --no-thresholds --out $(OUT)
 
-bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op
-	$(MEASURE) bench -- $(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 ./sim/
+# make bench: the engine on the pinned workload, then the plan sweep of deploy-restart at
+# 1,000..10,000 clients (10 loads × 6 designs), each 3 times; then where the engine's time goes:
+# a CPU profile of one more run of the pinned workload, its top functions and their share.
+bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op; the plan sweep's wall time; a CPU profile
+	$(MEASURE) bench -- $(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 -timeout 60m ./sim/
+	$(MEASURE) -make bench bench-sweep -- $(GO) test -run '^$$' -bench BenchmarkPlanSweep -benchtime 1x -count 3 -timeout 60m ./cli/
+	$(GO) test -c -o bin/sim.test ./sim/
+	$(MEASURE) -make bench cpu-profile -- sh -c 'cd sim && ../bin/sim.test -test.run "^$$" -test.bench BenchmarkEngine -test.benchtime 1x -test.cpuprofile ../bin/engine.prof >/dev/null && cd .. && $(GO) tool pprof -top -nodecount 15 bin/sim.test bin/engine.prof 2>/dev/null | sed -n "/^Showing nodes/,$$ p"'
+
+# make bench-1m: deploy-restart with all six designs at 100,000 and at 1,000,000 clients, each in
+# a child process (BenchmarkMillion), 3 times. At 1,000,000 the arrival rate (20,000 clients/s),
+# the Redis concurrency (80 shards) and the memory store's cap per replica (100 MiB) are 10 times
+# the pinned workload's, so that the arrivals take as long and each store is as loaded per stream.
+# It prints both wall times and their ratio, queue and stream events per client, peak RSS and
+# bytes per client. A round at 1,000,000 clients takes minutes and gigabytes of memory;
+# BENCH_1M_COUNT=1 runs one round.
+.PHONY: bench-1m
+BENCH_1M_COUNT ?= 3
+bench-1m: ## deploy-restart at 1,000,000 clients beside 100,000 (each a child process): wall times and ratio, events and peak RSS per client
+	$(MEASURE) -make bench-1m bench-1m -- $(GO) test -run '^$$' -bench BenchmarkMillion -benchtime 1x -count $(BENCH_1M_COUNT) -timeout 180m ./sim/
 
 bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark, calibrate's rates and latencies
 	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/

@@ -21,6 +21,7 @@ import (
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // The differential test of the server's rules: each row is a state and a
@@ -197,7 +198,7 @@ func ceilS(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
 func simDecide(t *testing.T, dc diffCase, mutate func(clients.Req, protocol.Answer) protocol.Answer) outcome {
 	t.Helper()
 	sc, d := diffDesign(t, dc.design)
-	e, err := newEngine(t.Context(), sc, d, Arrivals(sc), nil, nil)
+	e, err := newEngine(t.Context(), sc, d, workload.Arrivals(sc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

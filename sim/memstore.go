@@ -27,7 +27,9 @@ import (
 // Fenwick tree over phase buckets counts the running streams by phase, which
 // gives the number of appends in any interval, and the k-th append after a
 // given time, in O(log buckets) plus a scan of one bucket. A purge round
-// visits every stream of the store.
+// visits every stream of the store; each stream keeps the instant its
+// oldest held event was appended, so that a visit is a comparison and an
+// addition.
 type memStore struct {
 	ms   memStreams
 	at   int64 // every append at or before at is applied
@@ -67,11 +69,18 @@ type memStreams struct {
 	start []int64
 	e     []int32
 	endN  []int32 // -1 while the attempt runs
-	r     []int32 // events purged from the stream's start
+	// o is when the oldest event still held was (or will be) appended:
+	// start + (first + events purged)*iv. The stream holds an event when
+	// that instant has come: by lim once it has ended, by now while it runs.
+	o   []int64
+	lim []int64 // when its last event was appended, once ended; memRunning while it runs
 }
 
-func (m *memStreams) add(ai int32, start int64, e int32) int32 {
-	m.ai, m.start, m.e, m.endN, m.r = append(m.ai, ai), append(m.start, start), append(m.e, e), append(m.endN, -1), append(m.r, 0)
+const memRunning = math.MaxInt64
+
+func (m *memStreams) add(ai int32, start int64, e int32, o int64) int32 {
+	m.ai, m.start, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.e, e), append(m.endN, -1)
+	m.o, m.lim = append(m.o, o), append(m.lim, memRunning)
 	return int32(len(m.ai) - 1)
 }
 
@@ -80,11 +89,14 @@ func (m *memStreams) remove(i int32, attempts []attempt) {
 	n := len(m.ai) - 1
 	attempts[m.ai[i]].memIdx = -1
 	if int(i) != n {
-		m.ai[i], m.start[i], m.e[i], m.endN[i], m.r[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.r[n]
+		m.ai[i], m.start[i], m.e[i], m.endN[i], m.o[i], m.lim[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.o[n], m.lim[n]
 		attempts[m.ai[i]].memIdx = i
 	}
-	m.ai, m.start, m.e, m.endN, m.r = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.r[:n]
+	m.ai, m.start, m.e, m.endN, m.o, m.lim = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.o[:n], m.lim[:n]
 }
+
+// lo is the index of stream i's oldest event still held.
+func (m *memStreams) lo(i int32, iv int64) int64 { return (m.o[i] - m.start[i]) / iv }
 
 // memCap is the store's cap in bytes; no cap never purges.
 func (e *engine) memCap() int64 {
@@ -336,41 +348,31 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 func (e *engine) memPurge(p int32, tau int64, done int32) {
 	s := &e.procs[p].store
 	m := &s.ms
-	iv, first, c := e.iv, int64(e.first()), e.memCap()
-	inv := 1 / float64(iv)
+	iv, c := e.iv, e.memCap()
 	priming, result, ev := e.memSize(0, 1), e.memSize(1, 1), e.evBytes
 	for s.held > c {
 		var removed int64
 		for i := 0; i < len(m.ai); {
-			var last int64
-			if n := m.endN[i]; n >= 0 {
-				last = int64(n)
+			o, l := m.o[i], m.lim[i]
+			var holds bool
+			if l == memRunning {
+				// appended by tau; at tau only if before done's append
+				holds = o < tau || o == tau && m.ai[i] <= done
 			} else {
-				// (tau-start)/iv, by a multiplication and a correction
-				d := tau - m.start[i]
-				last = int64(float64(d) * inv)
-				if last*iv > d {
-					last--
-				} else if (last+1)*iv <= d {
-					last++
-				}
-				if last*iv == d && m.ai[i] > done {
-					last-- // its append at tau comes after done's
-				}
+				holds = o <= l
 			}
-			r := int64(m.r[i])
-			if last-first+1 > r {
-				switch o := first + r; o {
-				case 0:
+			if holds {
+				switch o {
+				case m.start[i]: // index 0 (with no priming event, o is never start)
 					removed += priming
-				case int64(m.e[i]):
+				case m.start[i] + int64(m.e[i])*iv:
 					removed += result
 				default:
 					removed += ev
 				}
-				m.r[i]++
+				m.o[i] = o + iv
 				i++
-			} else if m.endN[i] >= 0 {
+			} else if l != memRunning {
 				m.remove(int32(i), e.attempts) // ended and empty: forgotten
 			} else {
 				i++
@@ -391,7 +393,7 @@ func (e *engine) memAdd(p, ai int32) {
 	e.memSettle(p)
 	a := &e.attempts[ai]
 	s := &e.procs[p].store
-	a.memIdx = s.ms.add(ai, a.start, a.e)
+	a.memIdx = s.ms.add(ai, a.start, a.e, a.start+int64(e.first())*e.iv)
 	s.index(ai, a.start, a.e, e.iv)
 	if e.first() == 0 {
 		s.held += e.memSize(0, int64(a.e))
@@ -416,6 +418,7 @@ func (e *engine) memEnd(ai int32) {
 	}
 	s := &e.procs[a.proc].store
 	s.ms.endN[a.memIdx] = a.endN
+	s.ms.lim[a.memIdx] = a.start + int64(a.endN)*e.iv
 	s.unindex(ai, a.start, e.iv)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpEnd, a.proc, ai)
@@ -440,7 +443,7 @@ func (e *engine) memDelete(ai int32) {
 		last = (e.now - m.start[i]) / e.iv
 		s.unindex(ai, a.start, e.iv)
 	}
-	s.held -= e.memBytes(int64(e.first())+int64(m.r[i]), last, int64(m.e[i]))
+	s.held -= e.memBytes(m.lo(i, e.iv), last, int64(m.e[i]))
 	m.remove(i, e.attempts)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpDelete, a.proc, ai)
@@ -456,5 +459,5 @@ func (e *engine) memLo(a *attempt, hi int32) int32 {
 	if a.memIdx < 0 {
 		return hi + 1 // purged to nothing and forgotten
 	}
-	return e.first() + e.procs[a.proc].store.ms.r[a.memIdx]
+	return int32(e.procs[a.proc].store.ms.lo(a.memIdx, e.iv))
 }

@@ -141,7 +141,7 @@ func (c *shadowCheck) compare(e *engine, sh *shadowStore, p int32, op memOp) {
 			c.err = fmt.Errorf("%s: attempt %d is in the store, not in the append-by-append one", where, ai)
 			return
 		}
-		if lo := int64(e.first()) + int64(s.ms.r[i]); lo != st.lo {
+		if lo := s.ms.lo(int32(i), e.iv); lo != st.lo {
 			c.err = fmt.Errorf("%s: attempt %d's first held event is %d, append by append %d", where, ai, lo, st.lo)
 			return
 		}
@@ -157,9 +157,11 @@ func (c *shadowCheck) compare(e *engine, sh *shadowStore, p int32, op memOp) {
 // TestMemoryStoreEvictsPerAppend holds the simulated memory store, after
 // every change, to one that evicts append by append, on small runs of the
 // scenarios that purge (tight caps, a client outage, kills and restarts,
-// no priming event, appends at the same instant).
+// no priming event, appends at the same instant), and on random sequences
+// of store operations (memStoreSequences).
 func TestMemoryStoreEvictsPerAppend(t *testing.T) {
 	t.Parallel()
+	t.Run("sequences", memStoreSequences)
 	small := []string{"workload.clients=60", "workload.arrival_rate=20", "drain=30s",
 		"workload.think=1s", "workload.drop_every=20s"}
 	cases := []struct {
@@ -211,7 +213,7 @@ func (c *shadowCheck) dump(e *engine, sh *shadowStore, p int32) string {
 	s := &e.procs[p].store
 	out := fmt.Sprintf("\nstore at %d, run %d:", s.at, s.run)
 	for i, ai := range s.ms.ai {
-		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d r %d", ai, s.ms.start[i], s.ms.e[i], s.ms.endN[i], s.ms.r[i])
+		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d lo %d", ai, s.ms.start[i], s.ms.e[i], s.ms.endN[i], s.ms.lo(int32(i), e.iv))
 	}
 	out += "\nshadow:"
 	for ai, st := range sh.streams {

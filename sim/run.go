@@ -61,7 +61,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	arrivals := workload.Arrivals(sc)
 	steps := faults.Timeline(sc.Faults, sc.FaultContext())
 
-	engines := make([]*engine, len(designs))
+	// Each design's row is made as soon as it finishes, and its engine (the
+	// clients, attempts and stores) let go, so that a run holds the state of
+	// only the designs running at once.
+	r := scenario.Header(sc, "sim")
+	done := make([]designDone, len(designs))
 	par := opts.Parallel
 	if par <= 0 {
 		par = parallelism()
@@ -95,7 +99,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 			start := time.Now() // for the benchmark's cost per event only
 			e.run()
 			e.stats.Busy = time.Since(start)
-			engines[i] = e
+			done[i] = designDone{row: row(d, e, r.Faults), audit: e.audit, stats: e.stats, or: e.or}
 		}()
 	}
 	wg.Wait()
@@ -107,29 +111,40 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 
 	out := &Output{Audit: map[string]*Audit{}, Stats: map[string]Stats{}, oracles: map[string]*oracle{}}
-	r := scenario.Header(sc, "sim")
-	for i, e := range engines {
-		d := designs[i]
-		rd := report.Design{
-			Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
-			Profile: d.Client.Profile, Era: d.Era, Totals: e.t, Series: e.series,
-			ReplayLatencyMS:   report.Summarise(e.replay),
-			RecoveryLatencyMS: report.Summarise(e.recov),
-		}
-		rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
-		rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
-		rd.Notes = append(rd.Notes, rd.UnknownNote())
-		rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, r.Faults)
-		r.Designs = append(r.Designs, rd)
-		a := e.audit
-		out.Audit[d.Name] = &a
-		out.Stats[d.Name] = e.stats
-		if e.or != nil {
-			out.oracles[d.Name] = e.or
+	for i, dd := range done {
+		name := designs[i].Name
+		r.Designs = append(r.Designs, dd.row)
+		out.Audit[name] = &dd.audit
+		out.Stats[name] = dd.stats
+		if dd.or != nil {
+			out.oracles[name] = dd.or
 		}
 	}
 	out.Report = r
 	return out, nil
+}
+
+// designDone is what a run keeps of a design once it has finished.
+type designDone struct {
+	row   report.Design
+	audit Audit
+	stats Stats
+	or    *oracle
+}
+
+// row is design d's row of the report, from its finished engine.
+func row(d *scenario.Design, e *engine, fs []report.Fault) report.Design {
+	rd := report.Design{
+		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
+		Profile: d.Client.Profile, Era: d.Era, Totals: e.t, Series: e.series,
+		ReplayLatencyMS:   report.Summarise(e.replay),
+		RecoveryLatencyMS: report.Summarise(e.recov),
+	}
+	rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
+	rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
+	rd.Notes = append(rd.Notes, rd.UnknownNote())
+	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
+	return rd
 }
 
 // stopper is polled by the engine's loop to honour cancellation.
