@@ -102,12 +102,18 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
+# go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
+# the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the
+# runner's real-time runs, the interop matrix, up and its faults, the sharded run), REST_FIRST in
+# the other (the CI script's live storms, the CLI, the README's commands, the charts, the simulator).
+LIVE_FIRST := ./live/runner/ ./live/interop/ ./live/topo/ ./live/distributed/
+REST_FIRST := ./examples/ci/ ./cli/ ./internal/doccheck/ ./plots/ ./sim/
 test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 10 minutes on 2 cores: make test-time)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
-	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) ./live/..."; \
+	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \
 	echo "--- $$live (in the background)"; $$live & livepid=$$!; \
-	stage nice -n 10 $(GO) test -count=1 -timeout 30m -skip '$(LONG_TESTS)|$(RACED)' $$($(GO) list ./... | grep -v -e /live/ -e /calibrate$$); \
+	stage nice -n 10 $(GO) test -count=1 -timeout 30m -skip '$(LONG_TESTS)|$(RACED)' $(REST_FIRST) $$($(GO) list ./... | grep -v -e /live/ -e /calibrate$$); \
 	stage nice -n 10 $(GO) test -count=1 -timeout 30m -race -run '$(RACED)' ./sim/ ./cli/ ./plan/; \
 	stage nice -n 10 $(GO) test -count=1 -timeout 30m -race ./calibrate/; \
 	stage nice -n 10 $(MAKE) --no-print-directory test-deploy; \

@@ -329,6 +329,7 @@ away = "200ms"
 // event loses exactly the events it skipped. The server counts what it
 // sent, so each is an independent check of the client-side judgement.
 func TestOwnServerProgressShapes(t *testing.T) {
+	overlap(t)
 	for _, tc := range []struct {
 		shape  string
 		faults string
@@ -447,6 +448,7 @@ away = "200ms"
 // complete their calls through a client drop, and the report holds known
 // (non-null) delivered and lost counts that add up.
 func TestOwnServerGoSDKClients(t *testing.T) {
+	overlap(t)
 	exe := ownServerBin(t)
 	tsSet := []string{"client.impl=ts-sdk", "client.profile=ts-sdk"}
 	port, err := freeLoopbackPort()
@@ -561,6 +563,7 @@ func freeLoopbackPort() (int, error) {
 // null in report.json's totals is one the notes name; and what is known
 // (events_delivered) is still reported, equal to what the server produced.
 func TestOwnServerUnknownsAreNull(t *testing.T) {
+	overlap(t)
 	srv := newShapeServer("1..N")
 	defer srv.Close()
 	ss := srv.Config.Handler.(*shapeServer)
