@@ -98,7 +98,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 80 s), in the stage outside live/.
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
-# Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
+# Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
@@ -108,7 +108,7 @@ RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEver
 # the other (the CI script's live storms, the CLI, the README's commands, the charts, the simulator).
 LIVE_FIRST := ./live/runner/ ./live/interop/ ./live/topo/ ./live/distributed/
 REST_FIRST := ./examples/ci/ ./cli/ ./internal/doccheck/ ./plots/ ./sim/
-test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 10 minutes on 2 cores: make test-time)
+test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \
