@@ -31,8 +31,9 @@ func TestMain(m *testing.M) { testbin.Main(m, "../..", &bin) }
 // time, and it judges only its own run's processes and histories. A test
 // stays serial, and so runs before every overlapping one and alone, when it
 // counts this process's children or processes by name, sets the
-// environment, measures the host's lateness, or times calls against a fault
-// to the second (five-calls).
+// environment, measures the host's lateness, times calls against a fault to
+// the second (five-calls), or starts Node processes (the ts-sdk server and
+// clients, whose start-up takes a core for seconds).
 func overlap(t *testing.T) {
 	t.Helper()
 	t.Parallel()

@@ -448,7 +448,6 @@ away = "200ms"
 // complete their calls through a client drop, and the report holds known
 // (non-null) delivered and lost counts that add up.
 func TestOwnServerGoSDKClients(t *testing.T) {
-	overlap(t)
 	exe := ownServerBin(t)
 	tsSet := []string{"client.impl=ts-sdk", "client.profile=ts-sdk"}
 	port, err := freeLoopbackPort()

@@ -36,7 +36,6 @@ func needTS(t *testing.T) {
 //     drop resume from the SDK's store with
 //     0 events lost and 0 duplicated, judged by the checker on those calls.
 func TestTSServer(t *testing.T) {
-	overlap(t)
 	needTS(t)
 	sets := []string{`designs=["ts-memory-sticky"]`}
 	sc := load(t, "live-smoke", sets)
@@ -248,7 +247,6 @@ func TestTSClients(t *testing.T) {
 // They call its tool through the recording proxy and every call completes
 // with nothing lost, judged by the checker from the client side.
 func TestTSClientsTarget(t *testing.T) {
-	overlap(t)
 	needTS(t)
 	abs, _ := filepath.Abs("../../scenarios.toml")
 	cmd := exec.Command(bin, "serve", "--file", abs, "--scenario", "live-smoke", "--design", "memory-sticky", "--addr", "127.0.0.1:0")
