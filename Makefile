@@ -90,22 +90,32 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# RACED are the tests of sim, cli and plan that run under the race detector (the concurrent paths):
+# they run there only, not a second time without it; calibrate's tests all run raced, once. Each
+# name is anchored, so a test of the same name in another package outside live/ would be skipped
+# by the first stage and run by none: name a new test apart. Every go test has a -timeout of its
+# own (go test's default, 10 minutes a package, is what a loaded machine reaches first).
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 80 s), in the stage outside live/.
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
-# Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
+# Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
-test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 10 minutes on 2 cores: make test-time)
+LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
+RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
+# go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
+# the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the
+# runner's real-time runs, the interop matrix, up and its faults, the sharded run), REST_FIRST in
+# the other (the CI script's live storms, the CLI, the README's commands, the charts, the simulator).
+LIVE_FIRST := ./live/runner/ ./live/interop/ ./live/topo/ ./live/distributed/
+REST_FIRST := ./examples/ci/ ./cli/ ./internal/doccheck/ ./plots/ ./sim/
+test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
-	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) ./live/..."; \
+	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \
 	echo "--- $$live (in the background)"; $$live & livepid=$$!; \
-	stage nice -n 10 $(GO) test -count=1 -skip '$(LONG_TESTS)' $$($(GO) list ./... | grep -v /live/); \
-	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunParallel|TestDesignSubset|TestRunCancelled' ./sim/; \
-	stage nice -n 10 $(GO) test -count=1 -race -run 'TestHelp|TestBadArguments|TestRunWritesAtomically|TestPlot|TestValidate|TestPlanJobsSameBytes' ./cli/; \
-	stage nice -n 10 $(GO) test -count=1 -race -run 'TestRunJobsDeterministic|TestRunCancelled' ./plan/; \
-	stage nice -n 10 $(GO) test -count=1 -race ./calibrate/; \
+	stage nice -n 10 $(GO) test -count=1 -timeout 30m -skip '$(LONG_TESTS)|$(RACED)' $(REST_FIRST) $$($(GO) list ./... | grep -v -e /live/ -e /calibrate$$); \
+	stage nice -n 10 $(GO) test -count=1 -timeout 30m -race -run '$(RACED)' ./sim/ ./cli/ ./plan/; \
+	stage nice -n 10 $(GO) test -count=1 -timeout 30m -race ./calibrate/; \
 	stage nice -n 10 $(MAKE) --no-print-directory test-deploy; \
 	wait $$livepid || { failed=$$((failed + 1)); echo "--- FAILED: $$live"; }; \
 	if [ $$failed -gt 0 ]; then echo "make test: $$failed stage(s) failed, each marked --- FAILED above"; exit 2; fi

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,7 @@ func TestReconciliation(t *testing.T) {
 // produced for the call attempt STORMSIM_UNDERREPORT_TOKEN names: the
 // reconciliation must name that attempt.
 func TestReconciliationCatchesUnderReport(t *testing.T) {
+	overlap(t)
 	mutant := filepath.Join(testbin.Dir(), "stormsim-underreport")
 	build := exec.Command("go", "build", "-tags", "stormsim_test_underreport", "-o", mutant, "./cmd/stormsim")
 	build.Dir = "../.."
@@ -116,10 +118,17 @@ func TestReconciliationCatchesUnderReport(t *testing.T) {
 		t.Fatalf("building the under-reporting replica: %v\n%s", err, out)
 	}
 	const tok = "c3.k0.a0" // client 3's first call: it runs in every design
-	t.Setenv("STORMSIM_UNDERREPORT_TOKEN", tok)
+	// The replicas read the token from their environment: a script that
+	// sets it and execs the mutant (the same process, so the same pid) is
+	// their binary, and this test's own environment stays as it is.
+	wrapper := filepath.Join(t.TempDir(), "stormsim-underreport.sh")
+	script := "#!/bin/sh\nSTORMSIM_UNDERREPORT_TOKEN=" + tok + " exec '" + mutant + `' "$@"` + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sets := slices.Clone(small)
 	sc := load(t, "live-smoke", sets)
-	rows := reconciled(t, mutant, sc, sets, []string{"memory-sticky"})
+	rows := reconciled(t, wrapper, sc, sets, []string{"memory-sticky"})
 	r := rows[0].Reconciliation
 	if r == nil {
 		t.Fatal("no reconciliation in the report")

@@ -329,6 +329,7 @@ away = "200ms"
 // event loses exactly the events it skipped. The server counts what it
 // sent, so each is an independent check of the client-side judgement.
 func TestOwnServerProgressShapes(t *testing.T) {
+	overlap(t)
 	for _, tc := range []struct {
 		shape  string
 		faults string
@@ -561,6 +562,7 @@ func freeLoopbackPort() (int, error) {
 // null in report.json's totals is one the notes name; and what is known
 // (events_delivered) is still reported, equal to what the server produced.
 func TestOwnServerUnknownsAreNull(t *testing.T) {
+	overlap(t)
 	srv := newShapeServer("1..N")
 	defer srv.Close()
 	ss := srv.Config.Handler.(*shapeServer)
