@@ -238,7 +238,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	if len(opts.Set) > 0 {
 		set = ld.setLayer(opts.Set)
 		if set != nil && opts.Target != "" && !slices.Contains(f.names, opts.Target) {
-			ld.errorf(name, "no scenario %q for --set (defined: %s)", opts.Target, strings.Join(f.names, ", "))
+			ld.errorf(name, "no scenario %q (defined: %s)", opts.Target, strings.Join(f.names, ", "))
 		}
 	}
 	// Decode every design once, so that its unknown keys are reported even
