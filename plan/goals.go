@@ -108,15 +108,11 @@ func factor(r expect.Result) float64 {
 
 // String is "rate_404: got 0.146, goal ≤ 0.01 (14.6×)".
 func (m Miss) String() string {
-	rel := "≤"
-	if m.Op == "min" {
-		rel = "≥"
-	}
 	got := "n/a"
 	if m.Got != nil {
 		got = Figure(m.Metric, *m.Got)
 	}
-	s := fmt.Sprintf("%s: got %s, goal %s %s", m.Metric, got, rel, Figure(m.Metric, m.Bound))
+	s := fmt.Sprintf("%s: got %s, goal %s %s", m.Metric, got, relation(m.Op), Figure(m.Metric, m.Bound))
 	if f := m.Factor; f != nil {
 		prec := 1
 		if *f >= 100 {
@@ -125,6 +121,14 @@ func (m Miss) String() string {
 		s += " (" + strconv.FormatFloat(*f, 'f', prec, 64) + "×)"
 	}
 	return s
+}
+
+// relation is a goal's direction as a sign: ≤ for _max, ≥ for _min.
+func relation(op string) string {
+	if op == "min" {
+		return "≥"
+	}
+	return "≤"
 }
 
 // Figure rounds a metric's value for people, as the run's table does: a

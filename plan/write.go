@@ -257,11 +257,7 @@ func GoalsText(goals []scenario.Check) string {
 	}
 	var parts []string
 	for _, c := range goals {
-		rel := "≤"
-		if c.Op == "min" {
-			rel = "≥"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", c.Metric, rel, Figure(c.Metric, c.Bound)))
+		parts = append(parts, fmt.Sprintf("%s %s %s", c.Metric, relation(c.Op), Figure(c.Metric, c.Bound)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -343,15 +339,11 @@ func mdGoals(b *bytes.Buffer, rec *Recommendation) {
 	}
 	b.WriteString("The defaults, under the scenario's `[scenario.NAME.goals]` table and `--goal` (docs/planning.md); a row passes when every one holds. A goal marked \"may be empty\" holds where the run has no value for it (nothing to recover).\n\n")
 	for _, c := range rec.Goals {
-		rel := "≤"
-		if c.Op == "min" {
-			rel = "≥"
-		}
 		empty := ""
 		if c.AllowEmpty {
 			empty = " (may be empty)"
 		}
-		fmt.Fprintf(b, "- `%s_%s = %s` (%s %s %s)%s\n", c.Metric, c.Op, trim(c.Bound), c.Metric, rel, Figure(c.Metric, c.Bound), empty)
+		fmt.Fprintf(b, "- `%s_%s = %s` (%s %s %s)%s\n", c.Metric, c.Op, trim(c.Bound), c.Metric, relation(c.Op), Figure(c.Metric, c.Bound), empty)
 	}
 }
 
