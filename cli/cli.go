@@ -50,7 +50,14 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Interactive says stderr is a terminal, so a progress bar may be drawn.
 	Interactive bool
+	// ProgressEvery is how often a long command that is not Interactive
+	// writes a line of progress to stderr instead of the bar (a live run
+	// with its output redirected is not silent for minutes); 0 writes none.
+	ProgressEvery time.Duration
 }
+
+// progressEvery is ProgressEvery for the command line.
+const progressEvery = 10 * time.Second
 
 var commands []command
 
@@ -64,7 +71,7 @@ func register(c command) {
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &Env{Stdout: stdout, Stderr: stderr, Interactive: isTerminal(stderr)}
+	env := &Env{Stdout: stdout, Stderr: stderr, Interactive: isTerminal(stderr), ProgressEvery: progressEvery}
 	return run(ctx, env, args)
 }
 
@@ -234,12 +241,17 @@ func isTerminal(w io.Writer) bool {
 }
 
 // newProgress draws a progress bar over total work on stderr when it is a
-// terminal and the command is not quiet. add, safe for concurrent use,
-// counts work done (nil when no bar is drawn: the engines take nil as "no
-// progress"); done clears the bar and may be called more than once.
+// terminal and the command is not quiet, and otherwise writes a line of
+// progress every env.ProgressEvery (lineProgress). add, safe for concurrent
+// use, counts work done (nil when neither is drawn: the engines take nil as
+// "no progress"); done clears the bar or stops the lines, and may be called
+// more than once.
 func newProgress(env *Env, quiet bool, total time.Duration, desc string) (add func(time.Duration), done func()) {
-	if quiet || !env.Interactive {
+	switch {
+	case quiet || (!env.Interactive && env.ProgressEvery <= 0):
 		return nil, func() {}
+	case !env.Interactive:
+		return lineProgress(env.Stderr, env.ProgressEvery, total, desc)
 	}
 	bar := progressbar.NewOptions64(int64(total/time.Millisecond),
 		progressbar.OptionSetWriter(env.Stderr),
@@ -256,5 +268,46 @@ func newProgress(env *Env, quiet bool, total time.Duration, desc string) (add fu
 			mu.Unlock()
 		}, func() {
 			once.Do(func() { bar.Finish() })
+		}
+}
+
+// lineProgress writes a line of progress to w every interval, until done:
+// the work done of total and the wall time since it started.
+func lineProgress(w io.Writer, every, total time.Duration, desc string) (add func(time.Duration), done func()) {
+	var mu sync.Mutex
+	var work time.Duration
+	start := time.Now()
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				mu.Lock()
+				d := work
+				mu.Unlock()
+				pct := 0.0
+				if total > 0 {
+					pct = 100 * float64(d) / float64(total)
+				}
+				fmt.Fprintf(w, "stormsim: %s: %s of %s done (%.0f%%), %s elapsed\n",
+					desc, d.Round(time.Second), total.Round(time.Second), pct, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	var once sync.Once
+	return func(d time.Duration) {
+			mu.Lock()
+			work += d
+			mu.Unlock()
+		}, func() {
+			once.Do(func() {
+				close(stop)
+				<-stopped
+			})
 		}
 }

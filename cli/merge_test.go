@@ -258,3 +258,27 @@ func TestMergeWaits(t *testing.T) {
 		t.Errorf("merge --wait did not see the last shard arrive:\n%s", stderr)
 	}
 }
+
+// merge --wait --up-logs waits, after the shards, for the counts.json
+// stormsim up writes when it stops, and says what it waits for; the merge
+// goes on only once the file is there.
+func TestMergeWaitsForCounts(t *testing.T) {
+	t.Parallel()
+	shards, logs := t.TempDir(), t.TempDir()
+	writeShards(t, shards, 3)
+	written := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		os.WriteFile(filepath.Join(logs, "counts.json"), []byte("{}\n"), 0o644)
+		close(written)
+	}()
+	_, _, stderr := runArgs(t, context.Background(), "merge", "--out", t.TempDir(), "--wait", "1m", "--up-logs", logs, shards)
+	select {
+	case <-written:
+	default:
+		t.Errorf("merge went on before counts.json was written:\n%s", stderr)
+	}
+	if want := "counts.json, which stormsim up writes when it stops: stop up (Ctrl-C)"; !strings.Contains(stderr, want) {
+		t.Errorf("merge did not say it waits for up's counters (%q):\n%s", want, stderr)
+	}
+}

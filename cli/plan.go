@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register(command{name: "plan", summary: "sweep the load and size the store: the largest load each design meets its thresholds at", run: planCmd})
+	register(command{name: "plan", summary: "sweep the load and size the store: the largest load each design meets the service goals at", run: planCmd})
 }
 
 // planFlags are the flags of 'stormsim plan'.
@@ -37,8 +37,12 @@ type planFlags struct {
 }
 
 const planAbout = `Run SCENARIO in the simulator over a grid of scenario keys and recommend, per design, the
-largest load that still meets the scenario's thresholds (its expect table) and the store to
-provision for it.
+largest load that still meets the service goals and the store to provision for it.
+
+The goals, for every design: lost_fraction_max=0.001 (at most 0.1% of events lost), rate_404_max=0.01,
+calls_failed_max=0 and recovery_latency_ms_p99_max=10000 (met by a design with nothing to recover).
+A [scenario.NAME.goals] table, then --goal, replaces the default of the same metric and direction or
+adds a goal on any metric. The scenario's expect table (facts about the shipped simulation) is not used.
 
 --sweep KEY=VALUES names a numeric scenario key (any of the key table in docs/reference.md: workload.clients,
 workload.event_rate, store.redis_ttl, store.memory_cap_bytes, replicas, ...) and its values:
@@ -52,17 +56,19 @@ workload.clients at 1/2, 1, 2, 4 and 8 times the scenario's clients, keeping the
 in before the first fault (1000..8000@4 for deploy-restart). A grid of more than 10000 points needs
 --force.
 
-A design's max load is the largest grid load L such that it meets every threshold at every grid
-load up to L (failing at a load counts as failing at every larger one). At --size-for (default: the
-largest load; a load off the grid is added to it) the cheapest design that meets the thresholds is
-named: least store memory to provision, then fewest replicas, then fewest store ops/s. Store memory
-and ops/s come from the simulated store's peaks (store_peak_bytes, store_peak_ops_per_s), plus 30%.
+A design's max load is the largest grid load L such that it meets every goal at every grid load up
+to L (failing at a load counts as failing at every larger one). At --size-for (default: the largest
+load; a load off the grid is added to it) the cheapest design that meets the goals is named: least
+store memory to provision, then fewest replicas, then fewest store ops/s, a tie going to the lower
+recovery latency at p99. When none meets them, each design's binding goal is named: the goal it
+missed by most at the target, and by how many times. Store memory and ops/s come from the simulated
+store's peaks (store_peak_bytes, store_peak_ops_per_s), plus 30%.
 
 It writes plan.json, plan.csv (one row per grid point and design), plan.md (the recommendation) and
 the charts store-memory, store-ops, replay-p99 and lost-fraction (PNG and SVG) to
 OUT/plan/<scenario>/<UTC time>/ (OUT/plan/<scenario>/latest points at the newest). The same seed
 gives the same plan.json, plan.csv and plan.md, whatever --jobs. It exits 0 when the plan is
-written, whether or not a design meets the thresholds; plan.md says which.`
+written, whether or not a design meets the goals; plan.md says which.`
 
 func planCmd(ctx context.Context, env *Env, args []string) error {
 	var f planFlags
@@ -76,7 +82,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
 	fs.StringVar(&f.out, "out", "results", "results `dir`; the plan goes to DIR/plan/<scenario>/<UTC time>/")
 	fs.BoolVar(&f.force, "force", false, "run a grid of more than 10000 points")
-	fs.Var(&f.goals, "goal", "plan for this threshold instead of the scenario's expect table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. lost_fraction_max=0.001)")
+	fs.Var(&f.goals, "goal", "set a service goal over the defaults and the scenario's goals table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. recovery_latency_ms_p99_max=5000)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -122,11 +128,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return nil, err
 		}
-		sc, err := file.Scenario(name)
-		if err == nil && goals != nil {
-			sc.Expect = goals // the goals replace the scenario's expect table
-		}
-		return sc, err
+		return file.Scenario(name)
 	}
 	baseSc, err := load(base)
 	if err != nil {
@@ -185,7 +187,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		return err
 	}
-	rec := plan.Recommend(res, g.Checks(), target)
+	rec := plan.Recommend(res, g.Goals(goals), target)
 	files, err := plan.Files(res, rec)
 	if err != nil {
 		return err
@@ -211,24 +213,26 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// writePlanSummary prints each candidate's max load and the recommendation.
+// writePlanSummary prints what the plan judged by, each candidate's max
+// load and binding goal, and the recommendation.
 func writePlanSummary(env *Env, g *plan.Grid, rec *plan.Recommendation) {
 	load := &g.Axes[0]
 	fmt.Fprintf(env.Stdout, "%s plan (seed %d): %d points × %d designs, load %s, target %s, headroom +%d%%\n",
 		g.Scenario().Name, g.Scenario().Seed, len(g.Points), len(g.Designs), load.Key, load.Text(rec.Target), rec.HeadroomPercent)
+	fmt.Fprintf(env.Stdout, "goals: %s\n", plan.GoalsText(rec.Goals))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"design"}
 	if len(g.Axes) > 1 {
 		head = append(head, "at")
 	}
-	head = append(head, "max load", "meets target", "store memory at target", "store ops/s at target", "first failure")
+	head = append(head, "max load", "meets target", "store memory at target", "store ops/s at target", "recovery p99 ms", "binds at target")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, c := range rec.Candidates {
 		row := []string{c.Design}
 		if len(g.Axes) > 1 {
 			row = append(row, c.Group)
 		}
-		maxLoad, meets, mem, ops, fail := "none", "no", "-", "-", "none"
+		maxLoad, meets, mem, ops := "none", "no", "-", "-"
 		if c.MaxLoad != nil {
 			maxLoad = load.Text(*c.MaxLoad)
 		}
@@ -238,10 +242,11 @@ func writePlanSummary(env *Env, g *plan.Grid, rec *plan.Recommendation) {
 		if c.AtTarget != nil {
 			mem, ops = plan.Bytes(c.AtTarget.Bytes), strconv.FormatFloat(c.AtTarget.OpsPerS, 'f', -1, 64)
 		}
-		if c.FirstFailure != nil {
-			fail = fmt.Sprintf("at %s: %s", load.Text(c.FirstFailure.Load), c.FirstFailure.Check)
+		bind := c.Binding(load.Text)
+		if bind == "" {
+			bind = "none"
 		}
-		fmt.Fprintln(tw, strings.Join(append(row, maxLoad, meets, mem, ops, fail), "\t")+"\t")
+		fmt.Fprintln(tw, strings.Join(append(row, maxLoad, meets, mem, ops, plan.RecoveryText(c.RecoveryP99MS), bind), "\t")+"\t")
 	}
 	tw.Flush()
 	if best := rec.Best(); best != nil {
@@ -249,14 +254,10 @@ func writePlanSummary(env *Env, g *plan.Grid, rec *plan.Recommendation) {
 		if best.Group != "" {
 			at = " at " + best.Group
 		}
-		fmt.Fprintf(env.Stdout, "\ncheapest at %s: %s%s, store %s and %s ops/s provisioned (+%d%%), %d replicas\n",
+		fmt.Fprintf(env.Stdout, "\ncheapest at %s that meets every goal: %s%s, store %s and %s ops/s provisioned (+%d%%), %d replicas\n",
 			load.Label(rec.Target), best.Design, at, plan.Bytes(best.AtTarget.Bytes), strconv.FormatFloat(best.AtTarget.OpsPerS, 'f', -1, 64), rec.HeadroomPercent, best.Replicas)
 	} else {
-		fmt.Fprintf(env.Stdout, "\nno design meets the thresholds at %s", load.Label(rec.Target))
-		if f := rec.FirstFailure; f != nil {
-			fmt.Fprintf(env.Stdout, "; the first to fail: %s at %s: %s", f.Design, load.Label(f.Load), f.Check)
-		}
-		fmt.Fprintln(env.Stdout)
+		fmt.Fprintf(env.Stdout, "\nno design meets every goal at %s; the binding goal of each is in the last column\n", load.Label(rec.Target))
 	}
 }
 

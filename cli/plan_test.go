@@ -17,8 +17,10 @@ import (
 )
 
 // planTOML is a small scenario for the plan tests: three designs, a
-// memory cap that binds at a few hundred clients, random drops, and a
-// threshold that memory-sticky stops meeting as the load grows.
+// memory cap that binds at a few hundred clients, random drops, and goals
+// (the defaults, with failed calls and recovery loosened for clients that
+// fail on an error) that memory-sticky stops meeting as the load grows. The
+// expect table is a fact about the simulation, which the plan ignores.
 const planTOML = `
 [scenario.s]
 description = "plan test"
@@ -38,6 +40,9 @@ on_error = "fail"
 memory_cap_bytes = 8388608
 [scenario.s.expect.memory-sticky]
 events_lost_max = 0
+[scenario.s.goals]
+calls_failed_max = 100000
+recovery_latency_ms_p99_max = 60000
 `
 
 func planFile(t *testing.T) string {
@@ -97,9 +102,9 @@ func TestPlanWritesFiles(t *testing.T) {
 		t.Errorf("plan.json: %d candidates, headroom %d", len(doc.Recommendation.Candidates), doc.HeadroomPercent)
 	}
 	// memory-sticky's cap binds between 200 and 400 clients: purged events
-	// break its threshold there.
+	// break its goal there.
 	if c := doc.Recommendation.Candidates[1]; c.Design != "memory-sticky" || c.MaxLoad == nil || *c.MaxLoad != 200 ||
-		c.FirstFailure == nil || c.FirstFailure.Load != 400 || !strings.HasPrefix(c.FirstFailure.Check, "events_lost: got ") || c.MeetsTarget {
+		c.FirstFailure == nil || c.FirstFailure.Load != 400 || !strings.HasPrefix(c.FirstFailure.Check, "lost_fraction: got ") || c.MeetsTarget {
 		t.Errorf("memory-sticky: %+v", c)
 	}
 	if c := doc.Recommendation.Cheapest; c == nil || c.Design != "stateless" {
@@ -279,9 +284,11 @@ func TestPlanDefaultSweep(t *testing.T) {
 	}
 }
 
-// --goal replaces the scenario's expect table: a goal no design can meet
-// leaves none standing and plan.md names it as the first failure.
-func TestPlanGoalsReplaceThresholds(t *testing.T) {
+// The plan judges the goals, never the expect table: --goal adds a goal
+// (calls_max) over the defaults and the scenario's goals table, a goal no
+// design can meet leaves none standing, and plan.md names each design's
+// binding goal and by how much, rounded.
+func TestPlanGoals(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := runArgs(t, context.Background(), "plan", "s", "--file", planFile(t), "--out", out, "--quiet",
@@ -289,13 +296,78 @@ func TestPlanGoalsReplaceThresholds(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("plan: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	md, err := os.ReadFile(filepath.Join(planDir(t, out, "s"), "plan.md"))
+	dir := planDir(t, out, "s")
+	md, err := os.ReadFile(filepath.Join(dir, "plan.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"`calls_max`", "calls: got"} {
+	for _, want := range []string{"`calls_max = 1`", "`calls_failed_max = 100000`", "`lost_fraction_max = 0.001`",
+		"**No design meets every goal at `workload.clients=400`.**", "- memory-sticky: calls: got ", "goal ≤ 1 ("} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("plan.md lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(string(md), "events_lost") {
+		t.Errorf("plan.md judged the expect table's events_lost:\n%s", md)
+	}
+	var doc plan.Doc
+	data, err := os.ReadFile(filepath.Join(dir, plan.JSONName))
+	if err == nil {
+		err = json.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Goals) != 5 || doc.Goals[4].Metric != "calls" || doc.Recommendation.Cheapest != nil {
+		t.Errorf("plan.json: goals %+v, cheapest %+v", doc.Goals, doc.Recommendation.Cheapest)
+	}
+	for _, c := range doc.Recommendation.Candidates {
+		if len(c.Misses) == 0 || c.Misses[0].Metric != "calls" || c.Misses[0].Factor == nil {
+			t.Errorf("%s: misses at the target %+v, want calls first, with its factor", c.Design, c.Misses)
+		}
+	}
+}
+
+// docs/planning.md's example with its own goals recommends a design whose
+// recovery latency at p99 meets the recovery goal it sets.
+func TestPlanningExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/planning.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lead = `make plan SCENARIO=deploy-restart ARGS="`
+	i := strings.Index(string(doc), lead)
+	if i < 0 {
+		t.Fatalf("docs/planning.md has no %q example", lead)
+	}
+	args, _, _ := strings.Cut(string(doc[i+len(lead):]), `"`)
+	out := t.TempDir()
+	code, stdout, stderr := runArgs(t, context.Background(), append([]string{"plan", "deploy-restart", "--file", shipped, "--out", out, "--quiet"}, strings.Fields(args)...)...)
+	if code != ExitOK {
+		t.Fatalf("plan %s: exit %d\n%s\n%s", args, code, stdout, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(planDir(t, out, "deploy-restart"), plan.JSONName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Doc
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	goal := -1.0
+	for _, g := range p.Goals {
+		if g.Metric == "recovery_latency_ms_p99" && g.Op == "max" {
+			goal = g.Bound
+		}
+	}
+	best := p.Recommendation.Cheapest
+	switch {
+	case goal != 5000:
+		t.Errorf("the example's recovery goal is %v, the prose says 5 s", goal)
+	case best == nil || best.Design != "redis-shared":
+		t.Errorf("the example recommends %+v; the prose says redis-shared", best)
+	case best.RecoveryP99MS == nil || *best.RecoveryP99MS > goal:
+		t.Errorf("%s's recovery p99 %v misses the goal %v", best.Design, best.RecoveryP99MS, goal)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // service does: no new connections, running streams get up to the drain
 // limit, then the rest are closed.
 func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr, logPath string) error {
-	cfg := sdkreplica.Config{Stateless: d.Mode == topology.ModeStateless}
+	cfg := sdkreplica.Config{Stateless: d.Mode == topology.ModeStateless, Era: d.Era}
 	switch d.Events {
 	case topology.EventsMemory:
 		es := mcp.NewMemoryEventStore(nil)

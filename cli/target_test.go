@@ -41,6 +41,18 @@ func TestRunTargetRefusesProcessFaults(t *testing.T) {
 	}
 }
 
+// run SCENARIO --target URL with a scenario the file does not define names
+// that problem, not a --set the user never gave (--target is applied as
+// one).
+func TestRunTargetUnknownScenario(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runArgs(t, context.Background(), "run", "my-scenario", "--file", shipped, "--engine", "live",
+		"--target", "http://127.0.0.1:1/mcp", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, `no scenario "my-scenario" (defined: steady,`) || strings.Contains(stderr, "--set") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the unknown scenario and no --set", code, stderr)
+	}
+}
+
 // countingServer is the reference replica (memory store) behind a handler
 // that counts what reaches it: every request, the initializes of the
 // isolation probes (by their clientInfo name), and every request that

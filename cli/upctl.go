@@ -369,8 +369,12 @@ func (u *upRun) finish(t *topo.Topology) error {
 		c.NotReconcilable = "this design's replicas keep no counters stormsim can read (the go-sdk replica, a server you bring)"
 	}
 	b, _ := json.MarshalIndent(&c, "", "  ")
+	// Written whole and renamed into place: a merge --wait that sees the
+	// file reads all of it.
 	path := filepath.Join(u.state.Logs, runner.UpCountsFile)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
+		u.logf("writing the counters: %v", err)
+	} else if err := os.Rename(path+".tmp", path); err != nil {
 		u.logf("writing the counters: %v", err)
 	}
 	t.Close()

@@ -1,7 +1,8 @@
 // Package plan turns the simulator into a capacity planner: it sweeps
 // numeric scenario keys over a grid, runs every grid point and design in the
 // simulator, and recommends, per design, the largest load that still meets
-// the scenario's thresholds and the store to provision for it.
+// the service goals (Goals: DefaultGoals under the scenario's goals table and
+// --goal, never its expect table) and the store to provision for it.
 //
 // The steps are separate and pure, so each can be tested on its own:
 //
@@ -13,11 +14,13 @@
 //   - Run simulates every point and design, in parallel, and keeps per row
 //     what the recommendation and the files need. Same seed, same rows,
 //     whatever the number of jobs.
-//   - Recommend judges each row against the thresholds and, per design (and
+//   - Recommend judges each row against the goals and, per design (and
 //     per value of the other axes), finds the largest load L such that every
 //     grid load ≤ L passes (a design that fails at a load fails at every
 //     larger one), sizes the store there from the simulated peaks plus
-//     HeadroomPercent, and names the cheapest design at the target load.
+//     HeadroomPercent, names the cheapest design that meets every goal at
+//     the target load (a tie in cost goes to the lower recovery latency),
+//     and for every other design the goal that binds it there.
 //
 // Sizing always comes from what the simulated store held
 // (report.Totals.StorePeakBytes) and did (StorePeakOpsPerS), never from a
@@ -35,6 +38,6 @@
 //	}
 //	g, err := plan.NewGrid(load, []plan.Axis{ax}, nil)
 //	res, err := plan.Run(ctx, g, &plan.Options{Jobs: 2})
-//	rec := plan.Recommend(res, g.Checks(), g.Axes[0].Max())
+//	rec := plan.Recommend(res, g.Goals(nil), g.Axes[0].Max())
 //	files, err := plan.Files(res, rec) // plan.json, plan.csv, plan.md
 package plan

@@ -74,9 +74,12 @@ func (g *Grid) GroupLabel(k int) string {
 	return strings.Join(parts, ", ")
 }
 
-// Checks are the scenario's thresholds (the same at every point: --set
-// cannot change them).
-func (g *Grid) Checks() []scenario.Check { return g.Points[0].Scenario.Expect }
+// Goals are the goals the plan judges by: DefaultGoals under the
+// scenario's goals table (the same at every point: --set cannot change
+// it), then extra (--goal).
+func (g *Grid) Goals(extra []scenario.Check) []scenario.Check {
+	return Goals(g.Points[0].Scenario.Goals, extra)
+}
 
 // Scenario is the scenario of the first point, for its name, seed and
 // description.

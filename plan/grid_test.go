@@ -15,7 +15,7 @@ func TestRunJobsDeterministic(t *testing.T) {
 	var files []map[string][]byte
 	for _, jobs := range []int{1, 2, 5} {
 		res := runGrid(t, jobs, nil, "workload.clients=50..200@3", "store.redis_ttl=30s,60s")
-		fs, err := Files(res, Recommend(res, res.Grid.Checks(), 200))
+		fs, err := Files(res, Recommend(res, res.Grid.Goals(nil), 200))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,8 @@
 package plan
 
 import (
+	"fmt"
 	"math"
-	"strings"
 
 	"github.com/stormsim/stormsim/expect"
 	"github.com/stormsim/stormsim/report"
@@ -27,27 +27,24 @@ func ProvisionBytes(peak int64) int64 {
 	return peak/den*num + (peak%den*num+den-1)/den
 }
 
-// Verdict is one row judged against the thresholds.
+// Verdict is one row judged against the goals.
 type Verdict struct {
 	Pass bool
-	// Failed are the thresholds that failed, in the scenario's order.
+	// Failed are the goals that failed, in the goals' order.
 	Failed []expect.Result
 }
 
-// FirstFailed is the first failed threshold as "metric: got X, want ≤ Y",
-// "" when every one held.
+// FirstFailed is the first failed goal as "metric: got X, goal ≤ Y (N×)",
+// rounded (Figure), "" when every one held.
 func (v Verdict) FirstFailed() string {
 	if len(v.Failed) == 0 {
 		return ""
 	}
-	return checkText(v.Failed[0])
+	return misses(v.Failed[:1])[0].String()
 }
 
-func checkText(r expect.Result) string {
-	return strings.TrimPrefix(r.String(), r.Scenario+"/"+r.Design+"/")
-}
-
-// Judge checks one row against checks, as `stormsim run` would have.
+// Judge checks one row against goals (or any thresholds), as `stormsim
+// run` checks an expect table.
 func Judge(row *Row, scenarioName string, checks []scenario.Check) Verdict {
 	r := &report.Report{Scenario: scenarioName, Designs: []report.Design{row.Report}}
 	r.Designs[0].Name = row.Design
@@ -98,9 +95,33 @@ type Candidate struct {
 	// the target whether or not it meets it.
 	MeetsTarget bool    `json:"meets_target"`
 	AtTarget    *Sizing `json:"at_target"`
-	// FirstFailure is the lowest load where a threshold failed; nil when
-	// the design passes at every load.
+	// FirstFailure is the lowest load where a goal failed; nil when the
+	// design passes at every load.
 	FirstFailure *Failure `json:"first_failure"`
+	// RecoveryP99MS is the recovery latency at p99 at the target (nil
+	// without samples): what breaks a tie in cost.
+	RecoveryP99MS *float64 `json:"recovery_latency_ms_p99_at_target"`
+	// Misses are the goals missed at the target, the binding one (missed
+	// by the largest factor) first; empty when every goal held there.
+	Misses []Miss `json:"misses_at_target"`
+}
+
+// Binding says which goal keeps the candidate from the target, and by how
+// much: the goal missed by most at the target, or, when it meets every
+// goal there but failed one at a smaller load, that failure. "" when it
+// meets the target.
+func (c *Candidate) Binding(load func(float64) string) string {
+	switch {
+	case c.MeetsTarget:
+		return ""
+	case len(c.Misses) > 1:
+		return fmt.Sprintf("%s; %d more", c.Misses[0], len(c.Misses)-1)
+	case len(c.Misses) > 0:
+		return c.Misses[0].String()
+	case c.FirstFailure != nil:
+		return c.FirstFailureText(load)
+	}
+	return "not on the grid"
 }
 
 // Recommendation is the plan: every candidate sized, and the cheapest one
@@ -109,6 +130,8 @@ type Recommendation struct {
 	LoadKey         string  `json:"load_key"`
 	Target          float64 `json:"target"`
 	HeadroomPercent int     `json:"headroom_percent"`
+	// Goals are what every row was judged by (Goals, or any thresholds).
+	Goals []scenario.Check `json:"goals"`
 	// Verdicts are the rows judged, in Result.Rows order.
 	Verdicts []Verdict `json:"-"`
 	// Meets says, per row, that its design (in its group) passed at this
@@ -117,8 +140,8 @@ type Recommendation struct {
 	Candidates []Candidate `json:"candidates"`
 	// Cheapest indexes Candidates: least provisioned store memory at the
 	// target, then fewest replicas, then fewest provisioned store ops/s,
-	// then the scenario's design order. -1 when no candidate meets the
-	// thresholds at the target.
+	// then the lowest recovery latency at p99, then the scenario's design
+	// order. -1 when no candidate meets the goals at the target.
 	Cheapest int `json:"-"`
 	// FirstFailure is the lowest load where any candidate failed a
 	// threshold (the first candidate in order at that load); nil when
@@ -150,7 +173,7 @@ func Recommend(res *Result, checks []scenario.Check, target float64) *Recommenda
 	if len(g.Points) > 0 && g.Points[0].Scenario != nil {
 		name = g.Points[0].Scenario.Name
 	}
-	rec := &Recommendation{LoadKey: g.Axes[0].Key, Target: target, HeadroomPercent: HeadroomPercent, Cheapest: -1}
+	rec := &Recommendation{LoadKey: g.Axes[0].Key, Target: target, HeadroomPercent: HeadroomPercent, Goals: checks, Cheapest: -1}
 	rec.Verdicts = make([]Verdict, len(res.Rows))
 	rec.Meets = make([]bool, len(res.Rows))
 	for i := range res.Rows {
@@ -168,6 +191,8 @@ func Recommend(res *Result, checks []scenario.Check, target float64) *Recommenda
 				if load == target {
 					c.Replicas = row.Replicas
 					c.AtTarget = sizing(load, &row.Report.Totals)
+					c.RecoveryP99MS = row.Report.RecoveryLatencyMS.P99
+					c.Misses = misses(v.Failed)
 				}
 				if !v.Pass {
 					if c.FirstFailure == nil {
@@ -201,8 +226,9 @@ func Recommend(res *Result, checks []scenario.Check, target float64) *Recommenda
 }
 
 // cheaper orders candidates that meet the target: least provisioned store
-// memory, then fewest replicas, then fewest provisioned store ops/s. A tie
-// keeps the earlier candidate.
+// memory, then fewest replicas, then fewest provisioned store ops/s; a tie
+// in cost goes to the lower recovery latency at p99 (none counts as 0),
+// and a full tie keeps the earlier candidate.
 func cheaper(a, b *Candidate) bool {
 	if a.AtTarget.Bytes != b.AtTarget.Bytes {
 		return a.AtTarget.Bytes < b.AtTarget.Bytes
@@ -210,5 +236,15 @@ func cheaper(a, b *Candidate) bool {
 	if a.Replicas != b.Replicas {
 		return a.Replicas < b.Replicas
 	}
-	return a.AtTarget.OpsPerS < b.AtTarget.OpsPerS
+	if a.AtTarget.OpsPerS != b.AtTarget.OpsPerS {
+		return a.AtTarget.OpsPerS < b.AtTarget.OpsPerS
+	}
+	return orZero(a.RecoveryP99MS) < orZero(b.RecoveryP99MS)
+}
+
+func orZero(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }

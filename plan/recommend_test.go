@@ -59,7 +59,7 @@ func TestPrefixSemantics(t *testing.T) {
 	if a.MaxLoad == nil || *a.MaxLoad != 200 || a.MeetsTarget || a.Meets(800) || !a.Meets(200) {
 		t.Errorf("a: max load %v, meets target %v, meets 800 %v", a.MaxLoad, a.MeetsTarget, a.Meets(800))
 	}
-	if a.FirstFailure == nil || a.FirstFailure.Load != 400 || a.FirstFailure.Check != "events_lost: got 5, want ≤ 0" {
+	if a.FirstFailure == nil || a.FirstFailure.Load != 400 || a.FirstFailure.Check != "events_lost: got 5, goal ≤ 0" {
 		t.Errorf("a: first failure %+v", a.FirstFailure)
 	}
 	if b.MaxLoad == nil || *b.MaxLoad != 1600 || !b.MeetsTarget || b.FirstFailure != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // Schema is the version of plan.json.
-const Schema = 1
+const Schema = 2
 
 // File names of a plan folder.
 const (
@@ -33,7 +33,7 @@ type Doc struct {
 	Set             []string         `json:"set"`
 	Axes            []DocAxis        `json:"axes"`
 	Designs         []string         `json:"designs"`
-	Thresholds      []scenario.Check `json:"thresholds"`
+	Goals           []scenario.Check `json:"goals"`
 	HeadroomPercent int              `json:"headroom_percent"`
 	Rows            []DocRow         `json:"rows"`
 	Recommendation  DocRecommend     `json:"recommendation"`
@@ -96,11 +96,11 @@ func NewDoc(res *Result, rec *Recommendation) *Doc {
 	sc := g.Scenario()
 	d := &Doc{
 		Schema: Schema, StormsimVersion: report.Version, Scenario: sc.Name, Description: sc.Description,
-		Engine: "sim", Seed: sc.Seed, Set: nonNil(g.Base), Designs: g.Designs, Thresholds: g.Checks(),
+		Engine: "sim", Seed: sc.Seed, Set: nonNil(g.Base), Designs: g.Designs, Goals: rec.Goals,
 		HeadroomPercent: HeadroomPercent, Notes: nonNil(res.Notes()),
 	}
-	if d.Thresholds == nil {
-		d.Thresholds = []scenario.Check{}
+	if d.Goals == nil {
+		d.Goals = []scenario.Check{}
 	}
 	for _, a := range g.Axes {
 		d.Axes = append(d.Axes, DocAxis{Key: a.Key, Unit: a.Kind.Unit(), Log: a.Log, Spec: a.Spec, Values: a.Values})
@@ -207,62 +207,100 @@ func Bytes(b int64) string {
 }
 
 // Markdown renders plan.md: the recommendation first, then every
-// candidate, the thresholds and the arithmetic.
+// candidate, the goals and the arithmetic.
 func Markdown(res *Result, rec *Recommendation) []byte {
+	var b bytes.Buffer
+	mdHeader(&b, res, rec)
+	mdRecommendation(&b, res, rec)
+	mdDesigns(&b, res, rec)
+	mdGoals(&b, rec)
+	sc := res.Grid.Scenario()
+	b.WriteString("\n## How the sizes are made\n\n")
+	fmt.Fprintf(&b, "Every size comes from the simulated store, never from a formula: `store_peak_bytes` is the most the design's event store held at the end of any %gs step of the run (summed over every replica process for the in-memory store), and `store_peak_ops_per_s` the most appends, replay reads and session reads it served in one step, per second. The plan adds %d%% and rounds up: provision bytes = ceil(store_peak_bytes × %d / 100), ops/s = ceil(store_peak_ops_per_s × %d / 100). `plan.csv` and `plan.json` hold every row; `stormsim run %s` with the plan's overrides and a row's `set` (in plan.json) as `--set` reproduces it.\n",
+		stepS(sc), HeadroomPercent, 100+HeadroomPercent, 100+HeadroomPercent, sc.Name)
+	if notes := res.Notes(); len(notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	b.WriteString("\n## Charts\n\n`store-memory`, `store-ops`, `replay-p99` and `lost-fraction` (`.png`, `.svg`): each against the load axis, one line per design.\n")
+	return b.Bytes()
+}
+
+func mdHeader(b *bytes.Buffer, res *Result, rec *Recommendation) {
 	g := res.Grid
 	sc := g.Scenario()
 	load := &g.Axes[0]
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Capacity plan: %s\n\n", sc.Name)
+	fmt.Fprintf(b, "# Capacity plan: %s\n\n", sc.Name)
 	if sc.Description != "" {
-		fmt.Fprintf(&b, "%s\n\n", sc.Description)
+		fmt.Fprintf(b, "%s\n\n", sc.Description)
 	}
-	fmt.Fprintf(&b, "Simulator, seed %d, stormsim %s. ", sc.Seed, report.Version)
-	fmt.Fprintf(&b, "Load axis: `%s` = %s. ", load.Key, valueList(load))
+	fmt.Fprintf(b, "Simulator, seed %d, stormsim %s. ", sc.Seed, report.Version)
+	fmt.Fprintf(b, "Load axis: `%s` = %s. ", load.Key, valueList(load))
 	for _, a := range g.Axes[1:] {
-		fmt.Fprintf(&b, "Also swept: `%s` = %s. ", a.Key, valueList(&a))
+		fmt.Fprintf(b, "Also swept: `%s` = %s. ", a.Key, valueList(&a))
 	}
 	if len(g.Base) > 0 {
-		fmt.Fprintf(&b, "Overrides at every point: `--set %s`. ", strings.Join(g.Base, "` `--set "))
+		fmt.Fprintf(b, "Overrides at every point: `--set %s`. ", strings.Join(g.Base, "` `--set "))
 	}
-	fmt.Fprintf(&b, "Designs: %s. %d grid point(s) × %d design(s) = %d runs.\n\n", strings.Join(g.Designs, ", "), len(g.Points), len(g.Designs), len(res.Rows))
-	fmt.Fprintf(&b, "Target load: `%s`. Headroom: **+%d%%** over the simulated peak: provision = ceil(peak × %s).\n\n",
+	fmt.Fprintf(b, "Designs: %s. %d grid point(s) × %d design(s) = %d runs.\n\n", strings.Join(g.Designs, ", "), len(g.Points), len(g.Designs), len(res.Rows))
+	fmt.Fprintf(b, "Target load: `%s`. Headroom: **+%d%%** over the simulated peak: provision = ceil(peak × %s).\n\n",
 		load.Label(rec.Target), HeadroomPercent, trim(float64(100+HeadroomPercent)/100))
+	fmt.Fprintf(b, "Judged by service goals, not the scenario's `expect` facts: %s.\n\n", GoalsText(rec.Goals))
+}
 
+// GoalsText lists goals for people: "lost_fraction ≤ 0.1%, rate_404 ≤ 0.01".
+func GoalsText(goals []scenario.Check) string {
+	if len(goals) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, c := range goals {
+		parts = append(parts, fmt.Sprintf("%s %s %s", c.Metric, relation(c.Op), Figure(c.Metric, c.Bound)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func mdRecommendation(b *bytes.Buffer, res *Result, rec *Recommendation) {
+	load := &res.Grid.Axes[0]
 	b.WriteString("## Recommendation\n\n")
-	if best := rec.Best(); best != nil {
-		fmt.Fprintf(&b, "**%s**%s is the cheapest design that meets every threshold at `%s`", best.Design, groupSuffix(best.Group), load.Label(rec.Target))
-		if best.AtTarget.PeakBytes == 0 && best.AtTarget.PeakOpsPerS == 0 {
-			fmt.Fprintf(&b, ": it keeps no events, so there is no store to provision; %d replicas.\n\n", best.Replicas)
-		} else {
-			fmt.Fprintf(&b, ": %s.\n\n", provisionText(best))
+	best := rec.Best()
+	if best == nil {
+		fmt.Fprintf(b, "**No design meets every goal at `%s`.** What binds each design there (the goal missed by most, or the first goal failed at a smaller load):\n\n", load.Label(rec.Target))
+		for _, c := range rec.Candidates {
+			fmt.Fprintf(b, "- %s%s: %s\n", c.Design, groupSuffix(c.Group), c.Binding(load.Text))
 		}
-		b.WriteString("Cheapest means the least store memory to provision at the target, then the fewest replicas, then the fewest store ops/s.")
-		// The cheapest design with a store, for a reader who needs resumes.
-		if i := cheapestWithStore(rec); best.AtTarget.PeakBytes == 0 && i >= 0 {
-			c := &rec.Candidates[i]
-			fmt.Fprintf(&b, " The cheapest design that keeps events (and so can resume a stream) is **%s**%s: %s.", c.Design, groupSuffix(c.Group), provisionText(c))
-		}
-		b.WriteString("\n\n")
+		b.WriteString("\n")
+		return
+	}
+	fmt.Fprintf(b, "**%s**%s is the cheapest design that meets every goal at `%s`", best.Design, groupSuffix(best.Group), load.Label(rec.Target))
+	if best.AtTarget.PeakBytes == 0 && best.AtTarget.PeakOpsPerS == 0 {
+		fmt.Fprintf(b, ": it keeps no events, so there is no store to provision; %d replicas.\n\n", best.Replicas)
 	} else {
-		fmt.Fprintf(&b, "**No design meets the thresholds at `%s`.**", load.Label(rec.Target))
-		if f := rec.FirstFailure; f != nil {
-			fmt.Fprintf(&b, " The first threshold to fail: at `%s`, %s%s failed `%s`.", load.Label(f.Load), f.Design, groupSuffix(f.Group), f.Check)
-		}
-		b.WriteString("\n\n")
+		fmt.Fprintf(b, ": %s.\n\n", provisionText(best))
 	}
-	if len(g.Checks()) == 0 {
-		b.WriteString("The scenario has no thresholds (no `expect` table), so every design meets them at every load: the table below is a sizing table only.\n\n")
+	b.WriteString("Cheapest means the least store memory to provision at the target, then the fewest replicas, then the fewest store ops/s; a tie goes to the lower recovery latency at p99.")
+	// The cheapest design with a store, for a reader who needs resumes.
+	if i := cheapestWithStore(rec); best.AtTarget.PeakBytes == 0 && i >= 0 {
+		c := &rec.Candidates[i]
+		fmt.Fprintf(b, " The cheapest design that keeps events (and so can resume a stream) is **%s**%s: %s.", c.Design, groupSuffix(c.Group), provisionText(c))
 	}
+	b.WriteString("\n\n")
+}
 
+func mdDesigns(b *bytes.Buffer, res *Result, rec *Recommendation) {
+	g := res.Grid
+	load := &g.Axes[0]
 	b.WriteString("## Designs\n\n")
-	fmt.Fprintf(&b, "Max load is the largest `%s` on the grid such that the design meets every threshold at every grid load up to it: a design that fails at a load is counted failing at every larger load.\n\n", load.Key)
+	fmt.Fprintf(b, "Max load is the largest `%s` on the grid such that the design meets every goal at every grid load up to it: a design that fails at a load is counted failing at every larger load.\n\n", load.Key)
 	head := []string{"design"}
 	if len(g.Axes) > 1 {
 		head = append(head, "at")
 	}
-	head = append(head, "replicas", "max load", "store memory at max load (+"+strconv.Itoa(HeadroomPercent)+"%)", "store ops/s at max load (+"+strconv.Itoa(HeadroomPercent)+"%)",
-		"meets target", "store memory at target (+"+strconv.Itoa(HeadroomPercent)+"%)", "store ops/s at target (+"+strconv.Itoa(HeadroomPercent)+"%)", "first failure")
+	hr := "(+" + strconv.Itoa(HeadroomPercent) + "%)"
+	head = append(head, "replicas", "max load", "store memory at max load "+hr, "store ops/s at max load "+hr,
+		"meets target", "store memory at target "+hr, "store ops/s at target "+hr, "recovery p99 at target (ms)", "binds at target", "first failure")
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
 	for range head {
 		b.WriteString("---|")
@@ -279,55 +317,65 @@ func Markdown(res *Result, rec *Recommendation) []byte {
 		} else {
 			row = append(row, load.Text(*c.MaxLoad), Bytes(c.AtMax.Bytes), trim(c.AtMax.OpsPerS))
 		}
-		meets := "no"
-		if c.MeetsTarget {
-			meets = "yes"
-		}
-		row = append(row, meets)
+		row = append(row, yesNo(c.MeetsTarget))
 		if c.AtTarget == nil {
 			row = append(row, "-", "-")
 		} else {
 			row = append(row, Bytes(c.AtTarget.Bytes), trim(c.AtTarget.OpsPerS))
 		}
-		if f := c.FirstFailure; f != nil {
-			row = append(row, fmt.Sprintf("at %s: %s", load.Text(f.Load), strings.ReplaceAll(f.Check, "|", "\\|")))
-		} else {
-			row = append(row, "none")
+		row = append(row, RecoveryText(c.RecoveryP99MS), orNone(c.Binding(load.Text)), orNone(c.FirstFailureText(load.Text)))
+		for i := range row {
+			row[i] = strings.ReplaceAll(row[i], "|", "\\|")
 		}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
-	b.WriteString("\n## Thresholds\n\n")
-	if len(g.Checks()) == 0 {
-		b.WriteString("None.\n")
-	} else {
-		b.WriteString("From the scenario's `expect` table; a row passes when every one that applies to its design holds.\n\n")
-		for _, c := range g.Checks() {
-			who := "every design"
-			if c.Design != "" {
-				who = c.Design
-			}
-			rel := "≤"
-			if c.Op == "min" {
-				rel = "≥"
-			}
-			empty := ""
-			if c.AllowEmpty {
-				empty = " (may be empty)"
-			}
-			fmt.Fprintf(&b, "- %s: `%s_%s` (%s %s %s)%s\n", who, c.Metric, c.Op, c.Metric, rel, trim(c.Bound), empty)
-		}
+}
+
+func mdGoals(b *bytes.Buffer, rec *Recommendation) {
+	b.WriteString("\n## Goals\n\n")
+	if len(rec.Goals) == 0 {
+		b.WriteString("None: every design meets them at every load, and the table above is a sizing table only.\n")
+		return
 	}
-	b.WriteString("\n## How the sizes are made\n\n")
-	fmt.Fprintf(&b, "Every size comes from the simulated store, never from a formula: `store_peak_bytes` is the most the design's event store held at the end of any %gs step of the run (summed over every replica process for the in-memory store), and `store_peak_ops_per_s` the most appends, replay reads and session reads it served in one step, per second. The plan adds %d%% and rounds up: provision bytes = ceil(store_peak_bytes × %d / 100), ops/s = ceil(store_peak_ops_per_s × %d / 100). `plan.csv` and `plan.json` hold every row; `stormsim run %s` with the plan's overrides and a row's `set` (in plan.json) as `--set` reproduces it.\n",
-		stepS(sc), HeadroomPercent, 100+HeadroomPercent, 100+HeadroomPercent, sc.Name)
-	if notes := res.Notes(); len(notes) > 0 {
-		b.WriteString("\n## Notes\n\n")
-		for _, n := range notes {
-			fmt.Fprintf(&b, "- %s\n", n)
+	b.WriteString("The defaults, under the scenario's `[scenario.NAME.goals]` table and `--goal` (docs/planning.md); a row passes when every one holds. A goal marked \"may be empty\" holds where the run has no value for it (nothing to recover).\n\n")
+	for _, c := range rec.Goals {
+		empty := ""
+		if c.AllowEmpty {
+			empty = " (may be empty)"
 		}
+		fmt.Fprintf(b, "- `%s_%s = %s` (%s %s %s)%s\n", c.Metric, c.Op, trim(c.Bound), c.Metric, relation(c.Op), Figure(c.Metric, c.Bound), empty)
 	}
-	b.WriteString("\n## Charts\n\n`store-memory`, `store-ops`, `replay-p99` and `lost-fraction` (`.png`, `.svg`): each against the load axis, one line per design.\n")
-	return b.Bytes()
+}
+
+// FirstFailureText is "at LOAD: goal text", "" when the candidate never
+// failed.
+func (c *Candidate) FirstFailureText(load func(float64) string) string {
+	if c.FirstFailure == nil {
+		return ""
+	}
+	return "at " + load(c.FirstFailure.Load) + ": " + c.FirstFailure.Check
+}
+
+// RecoveryText is a recovery latency in whole ms, "n/a" without samples.
+func RecoveryText(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return Figure("recovery_latency_ms_p99", *v)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func stepS(sc *scenario.Scenario) float64 { return sc.Step.Seconds() }

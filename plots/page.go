@@ -20,7 +20,10 @@ type pageData struct {
 	Rows     []designRow
 	Recovery []recoveryRow
 	FaultIDs []int
-	Charts   []figure
+	// RecoveryTitle and RecoveryDefinition head and define the recovery
+	// table, as summary.md does.
+	RecoveryTitle, RecoveryDefinition string
+	Charts                            []figure
 }
 
 type faultRow struct {
@@ -48,7 +51,8 @@ type figure struct {
 // needs no other file and no network.
 func page(r *report.Report, charts []Chart, files map[string][]byte) ([]byte, error) {
 	head, rows := r.TableRows() // the same cells as summary.md, by construction
-	d := pageData{R: r, Duration: strconv.FormatFloat(r.DurationS, 'g', -1, 64), Head: head}
+	d := pageData{R: r, Duration: strconv.FormatFloat(r.DurationS, 'g', -1, 64), Head: head,
+		RecoveryTitle: report.RecoveryTitle, RecoveryDefinition: report.RecoveryDefinition}
 	for i, f := range r.Faults {
 		d.Faults = append(d.Faults, faultRow{i, f.Kind, f.Label, g(f.AtS), g(f.UntilS)})
 	}
@@ -142,7 +146,8 @@ figcaption { color: #555; font-size: 0.9rem; }
 {{end}}</tbody>
 </table>
 {{if .Recovery}}
-<h2>Time to recover (s)</h2>
+<h2>{{.RecoveryTitle}}</h2>
+<p>{{.RecoveryDefinition}}</p>
 <table class="recovery">
 <thead><tr><th>design</th>{{range .FaultIDs}}<th>fault {{.}}</th>{{end}}</tr></thead>
 <tbody>

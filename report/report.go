@@ -12,6 +12,7 @@
 package report
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -223,6 +224,19 @@ type Reconciliation struct {
 	Missing         []string   `json:"missing,omitempty"`
 	MismatchCount   int64      `json:"mismatch_count"`
 	Mismatches      []Mismatch `json:"mismatches,omitempty"` // the first 50
+}
+
+// Line is the reconciliation in one line, as merge prints it and its
+// notes say it: "reconciliation: ok", its mismatches, or "not possible"
+// and why.
+func (r *Reconciliation) Line() string {
+	switch {
+	case r.NotReconcilable != "":
+		return "reconciliation: not possible: " + r.NotReconcilable
+	case r.OK:
+		return "reconciliation: ok"
+	}
+	return fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount)
 }
 
 // Mismatch is one disagreement between the histories and a server-side

@@ -61,6 +61,13 @@ const BaselineWindowS = 30
 // whether it is back within its band.
 const SmoothS = 5
 
+// RecoveryTitle heads, and RecoveryDefinition defines beside it, the
+// table of each design's RecoveryAfterFaults in summary.md and report.html.
+const (
+	RecoveryTitle      = "Storm over: seconds from each fault until the rates settle"
+	RecoveryDefinition = "The seconds from each fault until the reconnect rate and the 404 rate are back, for good, within 10% of their level in the 30 s before it (recovery_after_fault_s; never: not within the run). It times the storm as a whole, not a client: one client's wait for its next event after a drop is the recovery latency column, so a design whose clients quietly re-issue their calls can settle at once (0 s) while each of them waits long."
+)
+
 // RecoveryAfterFaults computes, for each fault, the seconds from the fault
 // until the reconnect rate and the 404 rate are back, for good, within 10%
 // of their mean over the BaselineWindowS seconds before the fault: the end

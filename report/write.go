@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -203,17 +204,15 @@ func (r *Report) Markdown() []byte {
 		}
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	for _, d := range r.Designs {
-		for _, n := range d.Notes {
-			if !notes {
-				b.WriteString("\n## Notes\n\n")
-				notes = true
-			}
-			fmt.Fprintf(&b, "- %s: %s\n", d.Name, n)
+	for _, n := range r.DesignNotes() {
+		if !notes {
+			b.WriteString("\n## Notes\n\n")
+			notes = true
 		}
+		fmt.Fprintf(&b, "- %s\n", n)
 	}
 	if ids := RecoveryFaults(r.Faults); len(ids) > 0 {
-		b.WriteString("\n## Time to recover (s)\n\n| design |")
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| design |", RecoveryTitle, RecoveryDefinition)
 		for _, i := range ids {
 			fmt.Fprintf(&b, " fault %d |", i)
 		}
@@ -235,6 +234,34 @@ func (r *Report) Markdown() []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// DesignNotes are the designs' notes as summary.md lists them, each text
+// once, after the designs that share it ("a, b: note", or "every design:
+// note" when all of several do), in the order they first appear: a note
+// every design has, such as a metric unknown to the run, is one line.
+func (r *Report) DesignNotes() []string {
+	var texts []string
+	who := map[string][]string{}
+	for _, d := range r.Designs {
+		for _, n := range d.Notes {
+			if len(who[n]) == 0 {
+				texts = append(texts, n)
+			}
+			if !slices.Contains(who[n], d.Name) {
+				who[n] = append(who[n], d.Name)
+			}
+		}
+	}
+	out := make([]string, 0, len(texts))
+	for _, n := range texts {
+		names := strings.Join(who[n], ", ")
+		if len(r.Designs) > 1 && len(who[n]) == len(r.Designs) {
+			names = "every design"
+		}
+		out = append(out, names+": "+n)
+	}
+	return out
 }
 
 // SeriesCSV renders series.csv: one row per design and step.

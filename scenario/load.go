@@ -58,6 +58,7 @@ type subs struct {
 type scenarioOnly struct {
 	Faults    []toml.Primitive `toml:"faults"`
 	Expect    toml.Primitive   `toml:"expect"`
+	Goals     toml.Primitive   `toml:"goals"`
 	Agreement toml.Primitive   `toml:"agreement"`
 	Orderings []toml.Primitive `toml:"orderings"`
 	Nightly   toml.Primitive   `toml:"nightly"`
@@ -238,7 +239,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	if len(opts.Set) > 0 {
 		set = ld.setLayer(opts.Set)
 		if set != nil && opts.Target != "" && !slices.Contains(f.names, opts.Target) {
-			ld.errorf(name, "no scenario %q for --set (defined: %s)", opts.Target, strings.Join(f.names, ", "))
+			ld.errorf(name, "no scenario %q (defined: %s)", opts.Target, strings.Join(f.names, ", "))
 		}
 	}
 	// Decode every design once, so that its unknown keys are reported even
@@ -450,8 +451,47 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		ld.errorf(origin(layers, "seed"), "%d is negative (want 0..9223372036854775807)", t.Seed)
 	}
 
+	ld.faultBlocks(scLayer, only.Faults, t, s)
+
+	if len(t.Designs) == 0 {
+		ld.errorf(origin(layers, "designs"), "the list is empty")
+	}
+	seen := map[string]bool{}
+	for i, dn := range t.Designs {
+		if seen[dn] {
+			ld.errorf(origin(layers, "designs"), "%q is listed twice", dn)
+			continue
+		}
+		seen[dn] = true
+		d, ok := ld.design(dn, t, layers, sub)
+		if !ok {
+			ld.errorf(fmt.Sprintf("%s[%d]", origin(layers, "designs"), i), "unknown design %q (defined: %s)", dn, strings.Join(ld.definedDesigns(), ", "))
+			continue
+		}
+		s.Designs = append(s.Designs, d)
+		if d.Own != nil {
+			key := "command"
+			if d.Own.URL != "" {
+				key = "url"
+			}
+			for _, e := range d.Own.refused(s.Faults) {
+				ld.errorf(origin(append(slices.Clone(layers), ld.designLayer(dn)...), "server", key), "%s", e)
+			}
+		}
+	}
+	ld.judging(scLayer, &only, s)
+	if len(ld.errs) > nerr {
+		return nil
+	}
+	s.Warnings = ld.warnings(s, layers)
+	return s
+}
+
+// faultBlocks parses [[scenario.NAME.faults]], each block checked against its
+// kind's keys and validated against the scenario's shape.
+func (ld *loader) faultBlocks(scLayer *layer, blocks []toml.Primitive, t top, s *Scenario) {
 	ctx := s.FaultContext()
-	for i, p := range only.Faults {
+	for i, p := range blocks {
 		where := fmt.Sprintf("%s.faults[%d]", scLayer.where, i)
 		var k struct {
 			Kind string `toml:"kind"`
@@ -482,33 +522,11 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 		}
 		s.Faults = append(s.Faults, f)
 	}
+}
 
-	if len(t.Designs) == 0 {
-		ld.errorf(origin(layers, "designs"), "the list is empty")
-	}
-	seen := map[string]bool{}
-	for i, dn := range t.Designs {
-		if seen[dn] {
-			ld.errorf(origin(layers, "designs"), "%q is listed twice", dn)
-			continue
-		}
-		seen[dn] = true
-		d, ok := ld.design(dn, t, layers, sub)
-		if !ok {
-			ld.errorf(fmt.Sprintf("%s[%d]", origin(layers, "designs"), i), "unknown design %q (defined: %s)", dn, strings.Join(ld.definedDesigns(), ", "))
-			continue
-		}
-		s.Designs = append(s.Designs, d)
-		if d.Own != nil {
-			key := "command"
-			if d.Own.URL != "" {
-				key = "url"
-			}
-			for _, e := range d.Own.refused(s.Faults) {
-				ld.errorf(origin(append(slices.Clone(layers), ld.designLayer(dn)...), "server", key), "%s", e)
-			}
-		}
-	}
+// judging parses the tables that judge a run rather than shape it:
+// expect, goals, orderings, nightly and agreement.
+func (ld *loader) judging(scLayer *layer, only *scenarioOnly, s *Scenario) {
 	if scLayer.defined("expect") {
 		if t := scLayer.md.Type(append(slices.Clone(scLayer.path), "expect")...); t != "Hash" && t != "" {
 			ld.errorf(scLayer.where+".expect", "want a table of thresholds ([%s.expect]), got %s", strings.Join(scLayer.path, "."), strings.ToLower(t))
@@ -517,6 +535,9 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			ld.decode(scLayer, only.Expect, &raw)
 			s.Expect = ld.expect(scLayer.where+".expect", raw, s)
 		}
+	}
+	if scLayer.defined("goals") {
+		ld.goals(scLayer, only.Goals, s)
 	}
 	for i, p := range only.Orderings {
 		where := fmt.Sprintf("%s.orderings[%d]", scLayer.where, i)
@@ -578,11 +599,32 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			s.Agreement[k] = f
 		}
 	}
-	if len(ld.errs) > nerr {
-		return nil
+}
+
+// goals parses [scenario.NAME.goals]: the service goals `stormsim plan`
+// judges designs by, as <metric>_max / <metric>_min bounds for every
+// design. A goal replaces the planner's default for the same metric and
+// direction; unlike expect, it has no per-design tables.
+func (ld *loader) goals(l *layer, p toml.Primitive, s *Scenario) {
+	where := l.where + ".goals"
+	if t := l.md.Type(append(slices.Clone(l.path), "goals")...); t != "Hash" && t != "" {
+		ld.errorf(where, "want a table of goals ([%s.goals]), got %s", strings.Join(l.path, "."), strings.ToLower(t))
+		return
 	}
-	s.Warnings = ld.warnings(s, layers)
-	return s
+	var raw map[string]any
+	ld.decode(l, p, &raw)
+	for _, key := range sortedKeys(raw) {
+		if _, ok := raw[key].(map[string]any); ok {
+			ld.errorf(where+"."+key, "a goal holds for every design: want <metric>_max or <metric>_min = N, not a table")
+			continue
+		}
+		c, err := parseCheck(key, raw[key])
+		if err != nil {
+			ld.errorf(where+"."+key, "%v", err)
+			continue
+		}
+		s.Goals = append(s.Goals, c)
+	}
 }
 
 // nightly parses [scenario.NAME.nightly]: how stormsim nightly runs the
@@ -1049,7 +1091,7 @@ func validKeys(parent []string, setLayer bool) []string {
 		if parent[1] == "_" { // a --set layer overrides keys, not the schedule or the thresholds
 			return append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...)
 		}
-		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect", "agreement", "orderings", "nightly")
+		return append(append(tomlKeys(reflect.TypeOf(top{})), tomlKeys(reflect.TypeOf(subs{}))...), "faults", "expect", "goals", "agreement", "orderings", "nightly")
 	case len(parent) == 2 && parent[0] == "design":
 		return append(tomlKeys(reflect.TypeOf(designTop{})), tomlKeys(reflect.TypeOf(designSubs{}))...)
 	case len(parent) >= 2:

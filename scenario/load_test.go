@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,11 @@ func TestBadInput(t *testing.T) {
 		{"nested unknown", minimal + "[scenario.s.foo.bar]\nx = 1\n", nil, []string{"t.toml: scenario.s.foo: unknown key"}},
 		// Thresholds must be a table.
 		{"expect array", minimal + "[[scenario.s.expect]]\nevents_lost_max = 1\n", nil, []string{"t.toml: scenario.s.expect: want a table of thresholds"}},
+		// Goals: a key that is not a bound, a metric that does not exist, a per-design table.
+		{"goals unknown key", minimal + "[scenario.s.goals]\nlost_events = 0\n", nil, []string{"t.toml: scenario.s.goals.lost_events", "is not a threshold: want <metric>_max"}},
+		{"goals unknown metric", minimal + "[scenario.s.goals]\nlost_max = 0\n", nil, []string{"t.toml: scenario.s.goals.lost_max", `"lost" is not a metric`}},
+		{"goals design table", minimal + "[scenario.s.goals.memory-sticky]\nrate_404_max = 0\n", nil, []string{"t.toml: scenario.s.goals.memory-sticky", "a goal holds for every design"}},
+		{"goals not a table", "[scenario.s]\ngoals = 1\n", nil, []string{"t.toml: scenario.s.goals: want a table of goals"}},
 		// A name that would escape the results folder.
 		{"bad name", "[scenario.\"../x\"]\n", nil, []string{`"../x" is not a valid scenario or design name`}},
 		// A negative seed.
@@ -513,5 +519,27 @@ func TestNightlyTable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want %q", c.src, err, c.want)
 		}
+	}
+}
+
+// [scenario.NAME.goals] reads into Goals in key order, apart from the
+// expect table, and leaves the scenario's hash alone.
+func TestGoalsTable(t *testing.T) {
+	t.Parallel()
+	src := minimal + "[scenario.s.expect]\nevents_lost_max = 5\n[scenario.s.goals]\nrecovery_latency_ms_p99_max = 3000\nlost_fraction_max = 0.01\n"
+	f, err := Parse("t.toml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := f.Scenario("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Check{{Metric: "lost_fraction", Op: "max", Bound: 0.01}, {Metric: "recovery_latency_ms_p99", Op: "max", Bound: 3000}}
+	if !reflect.DeepEqual(sc.Goals, want) {
+		t.Errorf("goals = %+v, want %+v", sc.Goals, want)
+	}
+	if len(sc.Expect) != 1 || sc.Expect[0].Metric != "events_lost" {
+		t.Errorf("expect = %+v, want events_lost alone", sc.Expect)
 	}
 }

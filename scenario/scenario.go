@@ -45,6 +45,10 @@ type Scenario struct {
 	// for values that spread too widely between seeds for a useful bound
 	// on any one of them. A run of the scenario runs that many seeds.
 	ExpectSeeds int `json:"-"`
+	// Goals are the service goals `stormsim plan` judges designs by, over
+	// its defaults ([scenario.NAME.goals]); not part of the scenario's
+	// hash, and never judged by `stormsim run`.
+	Goals []Check `json:"-"`
 	// Orderings are claims that one design's metric is lower than
 	// others': a run over several seeds reports how often each holds.
 	Orderings []Ordering `json:"-"`

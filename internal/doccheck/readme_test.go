@@ -116,7 +116,8 @@ var skipped = map[string]string{
 
 // Every example command of the README exits as it says (0 unless its
 // comment says "exits N"), each writing into a temporary OUT; and the
-// deploy-restart table in the README is the one `make sim` prints.
+// deploy-restart table in the README is the one `make sim` prints, and the
+// plan table the one `make plan` prints.
 func TestReadmeCommands(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatal("make is not installed: the README's commands need it")
@@ -159,6 +160,9 @@ func TestReadmeCommands(t *testing.T) {
 		if c.line == "make sim SCENARIO=deploy-restart" {
 			checkTable(t, md, stdout.String())
 		}
+		if c.line == "make plan SCENARIO=deploy-restart" {
+			checkPlan(t, md, stdout.String())
+		}
 		if strings.Contains(c.line, "client.profile=go-sdk") {
 			checkProse(t, md, "memory-sticky then fails", stdout.String())
 			// The prose's second figure, with the application reconnecting
@@ -181,6 +185,42 @@ var colSep = regexp.MustCompile(`\s{2,}`)
 // column of the same name in the table make sim printed.
 func checkTable(t *testing.T, md, printed string) {
 	t.Helper()
+	rows := printedRows(printed)
+	if len(rows) != 6 {
+		t.Fatalf("make sim printed %d design rows:\n%s", len(rows), printed)
+	}
+	start, end := "<!-- deploy-restart table", "<!-- end of the deploy-restart table -->"
+	if cells := checkMarked(t, md, rows, start, end, "make sim"); cells < 6*10 {
+		t.Errorf("checked only %d cells of the README's table", cells)
+	}
+	for line := range strings.Lines(md[strings.Index(md, start):strings.Index(md, end)]) {
+		if n := len([]rune(strings.TrimRight(line, "\n"))); n > 100 {
+			t.Errorf("a line of the deploy-restart table is %d columns wide: %s", n, line)
+		}
+	}
+}
+
+// checkPlan holds the README's plan table to the table make plan printed,
+// cell by cell, and its recommendation line to the one make plan printed.
+func checkPlan(t *testing.T, md, printed string) {
+	t.Helper()
+	rows := printedRows(printed)
+	if len(rows) != 6 {
+		t.Fatalf("make plan printed %d design rows:\n%s", len(rows), printed)
+	}
+	if cells := checkMarked(t, md, rows, "<!-- plan table", "<!-- end of the plan table -->", "make plan"); cells < 6*6 {
+		t.Errorf("checked only %d cells of the README's plan table", cells)
+	}
+	for line := range strings.Lines(printed) {
+		if strings.HasPrefix(line, "cheapest at ") && !strings.Contains(md, line) {
+			t.Errorf("the README does not quote make plan's recommendation:\n%s", line)
+		}
+	}
+}
+
+// printedRows reads a table the CLI printed (columns apart by two spaces or
+// more, a header starting "design") into rows by design, cells by column.
+func printedRows(printed string) map[string]map[string]string {
 	var header []string
 	rows := map[string]map[string]string{}
 	for line := range strings.Lines(printed) {
@@ -197,17 +237,20 @@ func checkTable(t *testing.T, md, printed string) {
 			rows[f[0]] = row
 		}
 	}
-	if len(rows) != 6 {
-		t.Fatalf("make sim printed %d design rows:\n%s", len(rows), printed)
-	}
-	start := strings.Index(md, "<!-- deploy-restart table")
-	end := strings.Index(md, "<!-- end of the deploy-restart table -->")
-	if start < 0 || end < start {
-		t.Fatal("the README has no marked deploy-restart table")
+	return rows
+}
+
+// checkMarked holds every cell of the README's table between the markers
+// start and end to the printed rows, and returns how many it checked.
+func checkMarked(t *testing.T, md string, rows map[string]map[string]string, start, end, by string) int {
+	t.Helper()
+	i, j := strings.Index(md, start), strings.Index(md, end)
+	if i < 0 || j < i {
+		t.Fatalf("the README has no table marked %q", start)
 	}
 	var cols []string
 	cells := 0
-	for line := range strings.Lines(md[start:end]) {
+	for line := range strings.Lines(md[i:j]) {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") {
 			continue
@@ -222,29 +265,22 @@ func checkTable(t *testing.T, md, printed string) {
 		}
 		got, ok := rows[f[0]]
 		if !ok {
-			t.Errorf("README row %q: make sim printed no such design", f[0])
+			t.Errorf("README row %q: %s printed no such design", f[0], by)
 			continue
 		}
 		for i, c := range cols {
 			want, ok := got[c]
 			if !ok {
-				t.Errorf("README column %q: make sim printed no such column", c)
+				t.Errorf("README column %q: %s printed no such column", c, by)
 				continue
 			}
 			if f[i] != want {
-				t.Errorf("README %s %s = %s, make sim prints %s", f[0], c, f[i], want)
+				t.Errorf("README %s %s = %s, %s prints %s", f[0], c, f[i], by, want)
 			}
 			cells++
 		}
 	}
-	if cells < 6*10 {
-		t.Errorf("checked only %d cells of the README's table", cells)
-	}
-	for line := range strings.Lines(md[start:end]) {
-		if n := len([]rune(strings.TrimRight(line, "\n"))); n > 100 {
-			t.Errorf("a line of the deploy-restart table is %d columns wide: %s", n, line)
-		}
-	}
+	return cells
 }
 
 var proseFigures = regexp.MustCompile(`^\s*([\d,]+) of ([\d,]+) (?:calls )?and loses ([\d.]+%)`)

@@ -245,7 +245,8 @@ func TestShardsMerge(t *testing.T) {
 		}
 		return nil
 	})
-	u.stop(t)
+	mout := filepath.Join(dir, "merged")
+	mergeWhileUpServes(t, u, dir, out, mout)
 
 	var parts []*report.Report
 	var metas []*shard.Meta
@@ -259,11 +260,6 @@ func TestShardsMerge(t *testing.T) {
 	}
 	if code, text := merge(t, "--out", filepath.Join(dir, "saturated"), "--up-logs", u.logs, out); code != 97 {
 		t.Errorf("merge of a set with a saturated shard: exit %d, want 97:\n%s", code, text)
-	}
-	mout := filepath.Join(dir, "merged")
-	code, text := merge(t, "--out", mout, "--up-logs", u.logs, "--no-saturation-check", out)
-	if code != 0 {
-		t.Fatalf("merge exit %d:\n%s", code, text)
 	}
 	m := merged(t, mout)
 	for _, f := range []string{"report.json", "summary.md", "series.csv", "report.html", "results.bin", "history.json.gz"} {
@@ -399,6 +395,58 @@ func TestShardsMerge(t *testing.T) {
 		if files, _ := filepath.Glob(filepath.Join(dir, "out-"+c.name, "*", "*", "*")); len(files) != 0 {
 			t.Errorf("%s: merge refused the set but wrote %v", c.name, files)
 		}
+	}
+}
+
+// mergeWhileUpServes merges the shards in out as docs/distributed.md's
+// recipe does, while up still serves: a merge without --wait cannot
+// reconcile (up writes counts.json when it stops) and says so on one line
+// and in summary.md, which claims no counters; a merge --wait started
+// before up stops waits for counts.json, says what it waits for, and
+// reconciles once up is stopped. Its run, in mout, is the one the caller
+// judges.
+func mergeWhileUpServes(t *testing.T, u *up, dir, out, mout string) {
+	t.Helper()
+	early := filepath.Join(dir, "early")
+	cmd := exec.Command(bin, "merge", "--out", early, "--up-logs", u.logs, "--no-saturation-check", "--no-charts", out)
+	text, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(text), "reconciliation: not possible: counts.json is not in "+u.logs+" yet") ||
+		!strings.Contains(string(text), "stop up (Ctrl-C)") {
+		t.Errorf("merge while up serves: %v; want one line saying the reconciliation was not possible and to stop up:\n%s", err, text)
+	}
+	summary, _ := os.ReadFile(filepath.Join(early, scenarioName, "latest", "summary.md"))
+	if bytes.Contains(summary, []byte("logs and counters")) || !bytes.Contains(summary, []byte("reconciliation: not possible: counts.json")) {
+		t.Errorf("summary.md of a merge without up's counters claims them or does not say so:\n%s", summary)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	wait := exec.CommandContext(ctx, bin, "merge", "--out", mout, "--wait", "2m", "--up-logs", u.logs, "--no-saturation-check", out)
+	var stdout bytes.Buffer
+	wait.Stdout = &stdout
+	stderr, err := wait.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var said []string
+	for sc.Scan() && !strings.Contains(sc.Text(), "waiting up to") {
+		said = append(said, sc.Text())
+	}
+	if !strings.Contains(sc.Text(), "counts.json, which stormsim up writes when it stops") {
+		t.Errorf("merge --wait did not say it waits for up's counts.json:\n%s", strings.Join(said, "\n"))
+	}
+	u.stop(t)
+	for sc.Scan() {
+	}
+	if err := wait.Wait(); err != nil || !strings.Contains(stdout.String(), "\nreconciliation: ok\n") {
+		t.Fatalf("merge --wait once up stopped: %v; want reconciliation: ok:\n%s", err, stdout.String())
+	}
+	if summary, _ := os.ReadFile(filepath.Join(mout, scenarioName, "latest", "summary.md")); !bytes.Contains(summary, []byte("reconciliation: ok")) {
+		t.Errorf("summary.md of the reconciled merge does not say so:\n%s", summary)
 	}
 }
 

@@ -142,7 +142,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		b, err := os.ReadFile(filepath.Join(opts.UpLogs, UpCountsFile))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			in.noCounts = fmt.Sprintf("%s is not in %s yet: stormsim up writes it when it stops; merge again once it has", UpCountsFile, opts.UpLogs)
+			in.noCounts = fmt.Sprintf("%s is not in %s yet: stormsim up writes it when it stops; stop up (Ctrl-C) and merge again, or merge with --wait, which waits for it", UpCountsFile, opts.UpLogs)
 		case err != nil:
 			return nil, fmt.Errorf("live: merge: %w", err)
 		default:
@@ -167,6 +167,9 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		in.noCounts = "the go-sdk replica keeps no counters stormsim can read: the SDK exposes no count of the events it produced or sent"
 	}
 	row, res := judgeDesign(sc, d, dr, h, in)
+	if r := row.Reconciliation; opts.UpLogs != "" && r != nil && (r.OK || r.NotReconcilable != "") {
+		notes = append(notes, r.Line()) // the mismatches have a note of their own
+	}
 
 	r := scenario.Header(sc, "live")
 	blk := &report.Shards{Count: m0.Count, StartAt: m0.StartAt, StartToleranceMS: float64(opts.StartTolerance) / 1e6}

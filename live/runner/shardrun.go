@@ -39,10 +39,11 @@ func atZero(f faults.Fault) (faults.Fault, error) {
 
 // upNote says that the clients aimed at the stormsim up at endpoint and
 // how the run was judged: with up's production logs, or from the clients'
-// side.
+// side. Whether up's counters reconciled it is the reconciliation's to say
+// (report.Reconciliation.Line).
 func upNote(endpoint string, production bool) string {
 	if production {
-		return fmt.Sprintf("the clients aimed at the stormsim up at %s; judged with its production logs and counters (stormsim merge --up-logs); its store was not sampled: store_bytes is unknown", endpoint)
+		return fmt.Sprintf("the clients aimed at the stormsim up at %s; judged with its production logs (stormsim merge --up-logs); its store was not sampled: store_bytes is unknown", endpoint)
 	}
 	return fmt.Sprintf("the clients aimed at the stormsim up at %s and were judged from their own side: stormsim merge --up-logs judges the run with up's production logs", endpoint)
 }

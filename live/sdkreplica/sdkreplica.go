@@ -11,6 +11,7 @@
 package sdkreplica
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,11 @@ type Config struct {
 	// line per call and a line per event produced, each with the client's
 	// progress token. nil for none.
 	Log io.Writer
+	// Era is the design's protocol version: the replica answers every
+	// initialize with it, as the reference replica does, whatever version
+	// the client asks for (the SDK would otherwise answer the client's, or
+	// its own latest). "" lets the SDK negotiate.
+	Era string
 }
 
 // Server is one go-sdk replica: an http.Handler for the MCP endpoint.
@@ -63,7 +69,46 @@ func New(cfg Config) *Server {
 }
 
 // ServeHTTP serves the MCP endpoint.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Era != "" && r.Method == http.MethodPost {
+		if err := s.pinEra(r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// maxBody bounds the request body pinEra reads; a tools/call of the stream
+// tool is a few hundred bytes.
+const maxBody = 1 << 20
+
+// pinEra rewrites an initialize request's protocolVersion to the design's
+// era, so that the SDK, which answers a version it supports with that
+// version, answers the era. Any other request passes unchanged.
+func (s *Server) pinEra(r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("sdkreplica: reading the request: %w", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(`"initialize"`)) {
+		return nil
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"initialize"` {
+		return nil // not a single initialize: the SDK answers it as it is
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || params == nil {
+		return nil
+	}
+	params["protocolVersion"], _ = json.Marshal(s.cfg.Era)
+	msg["params"], _ = json.Marshal(params)
+	body, _ = json.Marshal(msg)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return nil
+}
 
 type streamArgs struct {
 	Events     int `json:"events"`

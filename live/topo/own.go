@@ -96,7 +96,7 @@ const shellChars = "|&;<>()$`\\\"'*?[]#~=%!{}\n"
 // stormsim starts is the server itself (it dies with stormsim through
 // Pdeathsig, see package child); anything with shell syntax is run by /bin/sh. Either way it
 // leads a process group of its own, which every stop signals whole.
-func ownCommand(o *scenario.OwnServer, dir string, slot, port int) *exec.Cmd {
+func ownCommand(o *scenario.OwnServer, dir string, slot, port int, gotmp string) *exec.Cmd {
 	line := strings.NewReplacer("{port}", strconv.Itoa(port), "{replica}", strconv.Itoa(slot)).Replace(o.Command)
 	var cmd *exec.Cmd
 	if f := strings.Fields(line); len(f) > 0 && !strings.ContainsAny(line, shellChars) {
@@ -106,6 +106,9 @@ func ownCommand(o *scenario.OwnServer, dir string, slot, port int) *exec.Cmd {
 	}
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
+	if gotmp != "" {
+		cmd.Env = append(cmd.Env, "GOTMPDIR="+gotmp) // server.env may still set its own
+	}
 	keys := make([]string, 0, len(o.Env))
 	for k := range o.Env {
 		keys = append(keys, k)
@@ -140,7 +143,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		return err
 	}
 	dir := filepath.Dir(t.opts.File)
-	cmd := ownCommand(o, dir, slot, port)
+	cmd := ownCommand(o, dir, slot, port, t.goTmp())
 	cmd.WaitDelay = 2 * time.Second // a descendant that left the group and holds the output cannot hold the run
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -170,39 +173,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 	}
 	t.slots[slot] = cmd
 	t.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		t.mu.Lock()
-		delete(t.pids, pid)
-		// Still the slot's process, and not stopped by a fault or Close:
-		// the server crashed.
-		crashed := slot < len(t.slots) && t.slots[slot] == cmd && !t.closing
-		if crashed {
-			t.slots[slot] = nil
-			status := "exit status 0"
-			if err != nil {
-				status = err.Error()
-			}
-			t.exits = append(t.exits, Exit{At: time.Now(), Slot: slot, PID: pid, Status: status, Output: out.String()})
-		}
-		t.mu.Unlock()
-		killGroup(pid, syscall.SIGKILL) // whatever the command left behind
-		if crashed {
-			t.bal.SetInPool(slot, false)
-		}
-		close(done)
-		// Once the group is gone its id may be reused by an unrelated
-		// process: Close must not signal it then.
-		for i := 0; i < 300 && groupAlive(pid); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !groupAlive(pid) {
-			t.mu.Lock()
-			t.groups = slices.DeleteFunc(t.groups, func(g int) bool { return g == pid })
-			t.mu.Unlock()
-			guard.Close() // its watchdog died with the group; this closes the pipe
-		}
-	}()
+	go t.watchOwn(cmd, slot, out, guard, done)
 
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	fail := func(format string, args ...any) error {
@@ -259,6 +230,61 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 	t.mu.Unlock()
 	t.bal.SetInPool(slot, true)
 	return nil
+}
+
+// watchOwn waits for slot's own-server command to end, records an end
+// nobody asked for as a crash (taking the slot out of the pool), kills what
+// the command left in its group, closes done, and lets go of the group once
+// it is gone.
+func (t *Topology) watchOwn(cmd *exec.Cmd, slot int, out *tail, guard io.Closer, done chan struct{}) {
+	pid := cmd.Process.Pid
+	err := cmd.Wait()
+	t.mu.Lock()
+	delete(t.pids, pid)
+	// Still the slot's process, and not stopped by a fault or Close:
+	// the server crashed.
+	crashed := slot < len(t.slots) && t.slots[slot] == cmd && !t.closing
+	if crashed {
+		t.slots[slot] = nil
+		status := "exit status 0"
+		if err != nil {
+			status = err.Error()
+		}
+		t.exits = append(t.exits, Exit{At: time.Now(), Slot: slot, PID: pid, Status: status, Output: out.String()})
+	}
+	t.mu.Unlock()
+	killGroup(pid, syscall.SIGKILL) // whatever the command left behind
+	if crashed {
+		t.bal.SetInPool(slot, false)
+	}
+	close(done)
+	// Once the group is gone its id may be reused by an unrelated
+	// process: Close must not signal it then.
+	for i := 0; i < 300 && groupAlive(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !groupAlive(pid) {
+		t.mu.Lock()
+		t.groups = slices.DeleteFunc(t.groups, func(g int) bool { return g == pid })
+		t.mu.Unlock()
+		guard.Close() // its watchdog died with the group; this closes the pipe
+	}
+}
+
+// goTmp is the GOTMPDIR the own server's commands run with: a folder of
+// the topology's own, made on first use and removed by Close, so that the
+// build folders a `go run` command leaves (go-build*, kept when the command
+// is killed) go with the run. "" when it cannot be made: the command then
+// uses Go's default.
+func (t *Topology) goTmp() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gotmp == "" {
+		if d, err := os.MkdirTemp("", "stormsim-gotmp-"); err == nil {
+			t.gotmp = d
+		}
+	}
+	return t.gotmp
 }
 
 // multi writes to every writer; the first error wins.

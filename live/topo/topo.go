@@ -99,6 +99,7 @@ type Topology struct {
 	rdb     *redis.Client  // for StoreBytes; made on first use
 	exits   []Exit         // own-server replicas that ended when nobody stopped them
 	closing bool
+	gotmp   string // the own server's GOTMPDIR (goTmp), removed by Close
 	// storeGen counts the scheduled store fault steps begun and ended;
 	// storeHeld is true while one holds the store down (see StoreFault).
 	storeGen  uint64
@@ -516,6 +517,12 @@ func (t *Topology) Close() error {
 		for i := 0; i < 300 && redisd.Alive(p); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	t.mu.Lock()
+	gotmp := t.gotmp
+	t.mu.Unlock()
+	if gotmp != "" {
+		os.RemoveAll(gotmp) // every process that could write there is gone
 	}
 	return nil
 }

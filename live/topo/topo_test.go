@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -226,5 +227,44 @@ func TestKeptAliveStreamsAreWhole(t *testing.T) {
 	}
 	if n > 0 {
 		t.Errorf("%d of %d calls went wrong", n, clients*calls)
+	}
+}
+
+// An own server's command runs with a GOTMPDIR of the topology's own,
+// which Close removes with whatever a `go run` left there (its go-build*
+// folders stay behind when it is killed).
+func TestOwnServerGoTmpRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "gotmp")
+	shipped, _ := filepath.Abs("../../scenarios.toml")
+	command := fmt.Sprintf(`mkdir "$GOTMPDIR/go-build123" && echo "$GOTMPDIR" > %s && exec %s serve --file %s --scenario steady --design memory-sticky --addr 127.0.0.1:{port}`,
+		seen, bin, shipped)
+	file := filepath.Join(dir, "o.toml")
+	src := fmt.Sprintf("[scenario.o]\nreplicas = 1\ndesigns = [\"memory-sticky\"]\n[scenario.o.server]\ncommand = %q\nready_timeout = \"60s\"\n", command)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := f.Scenario("o")
+	top, err := Start(context.Background(), sc, &sc.Designs[0], &Options{Bin: bin, File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(seen)
+	gotmp := strings.TrimSpace(string(b))
+	if err != nil || !strings.Contains(filepath.Base(gotmp), "stormsim-gotmp-") {
+		top.Close()
+		t.Fatalf("the command ran with GOTMPDIR %q (%v), want a folder of the topology's own", gotmp, err)
+	}
+	if _, err := os.Stat(filepath.Join(gotmp, "go-build123")); err != nil {
+		t.Errorf("the command's build folder is not there while it runs: %v", err)
+	}
+	top.Close()
+	if _, err := os.Stat(gotmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("GOTMPDIR %s outlived the topology (%v)", gotmp, err)
 	}
 }
