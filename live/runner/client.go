@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,40 +239,10 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.attempt, c.attempts = c.attempts, c.attempts+1
 		c.reached, c.hasID, c.stream, c.lastID = -1, false, "", ""
 	}
-	seq := c.seq
-	if !c.inCall {
-		seq = -1
-	}
-	rec := check.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
-		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
-	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
-		rec.Attempt = c.attempt
-	}
+	rec := c.newRecord(a)
 	body := c.body(a.Req)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, methods[a.Req], c.d.endpoint, bytes.NewReader(body))
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.Req != clients.ReqInitialize {
-		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
-	}
-	if rec.Session {
-		req.Header.Set("Mcp-Session-Id", c.session)
-		rec.SessionID = c.session
-	}
-	if a.Req == clients.ReqResume {
-		rec.Cursor = int32(a.Cursor)
-		if c.d.own != nil || c.d.opaqueIDs {
-			// Another server's ids need not be <stream>_<index>: resume
-			// from the last id it sent, as the SDK clients do.
-			req.Header.Set("Last-Event-ID", c.lastID)
-		} else {
-			req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
-		}
-	}
 	if a.Reconnect && c.d.reconnSem != nil {
 		// The client-side cap on concurrent reconnects, as in the
 		// simulator: wait for a slot, held until the answer arrives.
@@ -283,7 +254,15 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	}
 	rec.BytesOut = int64(len(body))
 	rec.Sent = c.now()
-	resp, err := c.d.http.Do(req)
+	resp, refused, err := c.d.guard.follow(c.d.target, func(u *url.URL) (*http.Response, error) {
+		return c.d.http.Do(c.request(rctx, a, &rec, u, body))
+	}, func(resp *http.Response) {
+		// A redirect within the origin, followed: a request of its own.
+		hop := rec
+		hop.Answered, hop.Closed, hop.Status = c.now(), c.now(), resp.StatusCode
+		c.record(hop)
+		rec.Sent = c.now()
+	})
 	rec.Answered = c.now()
 	if a.Reconnect && c.d.reconnSem != nil {
 		<-c.d.reconnSem
@@ -296,15 +275,15 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.record(rec)
 		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
 	}
+	if refused != nil {
+		rec.Err = refused.Error() // the answer's status fails the call
+	}
 	rec.Status = resp.StatusCode
 	rec.Replica = -1
 	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
 		rec.Replica = n
 	}
-	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		in.RetryHint = time.Duration(s) * time.Second
-	}
+	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode, RetryHint: c.d.guard.hint(resp.Header.Get("Retry-After"))}
 	streamed := resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if streamed && a.Req == clients.ReqStandalone {
 		// The standalone stream never carries the call's events; the brain
@@ -319,6 +298,58 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.brain.Step(in) // 200: the brain awaits the stream
 		return c.readStream(ctx, cancel, resp, idx)
 	}
+	return c.plain(a, rec, in, resp)
+}
+
+// newRecord is the history's record of the request a makes.
+func (c *vclient) newRecord(a clients.Action) check.Request {
+	seq := c.seq
+	if !c.inCall {
+		seq = -1
+	}
+	rec := check.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
+		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
+	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
+		rec.Attempt = c.attempt
+	}
+	if rec.Session {
+		rec.SessionID = c.session
+	}
+	if a.Req == clients.ReqResume {
+		rec.Cursor = int32(a.Cursor)
+	}
+	return rec
+}
+
+// request is the HTTP request a makes to u (the endpoint, or where a
+// redirect within its origin points), with rec's session and cursor.
+func (c *vclient) request(ctx context.Context, a clients.Action, rec *check.Request, u *url.URL, body []byte) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, methods[a.Req], u.String(), bytes.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.Req != clients.ReqInitialize {
+		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
+	}
+	if rec.Session {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if a.Req == clients.ReqResume {
+		if c.d.own != nil || c.d.opaqueIDs {
+			// Another server's ids need not be <stream>_<index>: resume
+			// from the last id it sent, as the SDK clients do.
+			req.Header.Set("Last-Event-ID", c.lastID)
+		} else {
+			req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
+		}
+	}
+	return req
+}
+
+// plain reads an answer that is not a stream: an error status, a session,
+// or a call's whole result as one JSON message.
+func (c *vclient) plain(a clients.Action, rec check.Request, in clients.Input, resp *http.Response) (clients.Input, bool) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	rec.Closed, rec.BytesIn = c.now(), int64(len(b))
@@ -330,33 +361,53 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		in.Session = c.session != ""
 		rec.SessionID = c.session
 	}
-	if a.Req == clients.ReqCall && resp.StatusCode == http.StatusOK {
-		// A plain JSON answer: the whole result at once, or an error.
-		p := parseData(string(b), c.e)
-		switch {
-		case p.result:
-			idx := c.record(rec)
-			e := c.e
-			if c.prog != nil {
-				e = c.prog.result(c.d.ownLength(c.e))
-				c.grow(e)
-			}
-			c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
-			c.brain.Step(in)
-			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
-		case p.rpcErr:
-			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
-			idx := c.record(rec)
-			c.brain.Step(in)
-			c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: check.DropError})
-			return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
-		}
-		rec.Err = "200 without a stream or a JSON-RPC answer"
+	if a.Req != clients.ReqCall || resp.StatusCode != http.StatusOK {
 		c.record(rec)
-		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
+		return in, true
 	}
+	// A plain JSON answer: the whole result at once, or an error.
+	p := parseData(string(b), c.e)
+	if kind := c.protocolError(p); kind != "" {
+		rec.Err = kind
+		c.d.guard.protocol(kind)
+		p.result, p.rpcErr = false, true
+	}
+	switch {
+	case p.result:
+		idx := c.record(rec)
+		e := c.e
+		if c.prog != nil {
+			e = c.prog.result(c.d.ownLength(c.e))
+			c.grow(e)
+		}
+		c.hist.Receipts = append(c.hist.Receipts, check.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
+		c.brain.Step(in)
+		return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+	case p.rpcErr:
+		if rec.Err == "" {
+			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
+		}
+		idx := c.record(rec)
+		c.brain.Step(in)
+		c.hist.Drops = append(c.hist.Drops, check.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: check.DropError})
+		return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
+	}
+	rec.Err = "200 without a stream or a JSON-RPC answer"
 	c.record(rec)
-	return in, true
+	return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
+}
+
+// protocolError is the kind of protocol error a message of the current
+// call is, "" for none: invalid JSON, or a response that does not answer
+// the call.
+func (c *vclient) protocolError(p parsed) string {
+	switch {
+	case p.invalid:
+		return protoInvalidJSON
+	case p.result || p.rpcErr:
+		return answers(p, c.id, c.seq)
+	}
+	return ""
 }
 
 // grow makes the current call at least e events long: an own server's call
@@ -404,6 +455,8 @@ type parsed struct {
 	token    string
 	result   bool
 	rpcErr   bool
+	invalid  bool   // the data is not JSON
+	rawID    string // a response's id as JSON
 }
 
 // parseData reads an event's JSON-RPC message. The reference replica's
@@ -416,6 +469,7 @@ func parseData(data string, e int32) parsed {
 	p := parsed{index: -1}
 	var m message
 	if json.Unmarshal([]byte(data), &m) != nil {
+		p.invalid = true
 		return p
 	}
 	switch {
@@ -428,10 +482,11 @@ func parseData(data string, e int32) parsed {
 		}
 		p.token, _ = m.Params.ProgressToken.(string)
 	case m.Result != nil:
-		p.index, p.result = e, true
+		p.index, p.result, p.rawID = e, true, string(m.ID)
 		json.Unmarshal(m.ID, &p.token) //nolint:errcheck // a non-string id names no attempt
 	case m.Error != nil:
-		p.rpcErr = true
+		p.rpcErr, p.rawID = true, string(m.ID)
+		json.Unmarshal(m.ID, &p.token) //nolint:errcheck // a non-string id names no attempt
 	}
 	return p
 }
@@ -475,7 +530,7 @@ func scanData(data string, e int32) (parsed, bool) {
 		return p, true
 	case strings.HasPrefix(data, `{"id":"`) && strings.Contains(data, `,"result":`):
 		tok, ok := str(`{"id":"`)
-		p.index, p.result, p.token = e, true, tok
+		p.index, p.result, p.token, p.rawID = e, true, tok, `"`+tok+`"`
 		return p, ok
 	}
 	return p, false
@@ -578,44 +633,18 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		}
 		if ev.HasRetry {
 			hint = ev.Retry
+			if ev.RetryClamped {
+				c.d.guard.hintsClamped.Add(1)
+			}
 		}
-		idx := int32(-1)
-		attempt := c.attempt
+		idx, attempt, p := c.event(ev, ri)
+		if kind := c.protocolError(p); kind != "" {
+			end()
+			c.hist.Requests[ri].Err = kind
+			c.d.guard.protocol(kind)
+			return drop(check.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
+		}
 		own := c.prog != nil
-		if ev.HasID && (own || c.d.opaqueIDs) {
-			// A server the user brings: the index comes from its progress
-			// notifications alone, whatever its ids look like.
-			if ev.ID != "" {
-				c.lastID, c.hasID = ev.ID, true
-			}
-		} else if ev.HasID {
-			if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
-				if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
-					c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
-				}
-			}
-		}
-		if ev.HasID && c.d.iso != nil {
-			c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
-		}
-		var p parsed
-		if ev.HasData && ev.Data != "" {
-			p = parseData(ev.Data, c.e)
-			if p.index >= 0 {
-				idx = p.index
-			}
-			if cl, k, a, ok := check.ParseToken(p.token); ok && cl == c.id && k == c.seq {
-				attempt = a
-			}
-			switch {
-			case own && p.isProg:
-				idx = c.prog.index(p.progress, attempt)
-				c.grow(idx + 1)
-			case own && p.result:
-				idx = c.prog.result(c.d.ownLength(c.e))
-				c.grow(idx)
-			}
-		}
 		if idx >= 0 {
 			rc := check.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)}
 			if own && ev.HasID {
@@ -635,4 +664,50 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			return drop(check.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
 		}
 	}
+}
+
+// event reads one event of a call's stream (request ri): the index it
+// delivers (-1 none), the attempt it belongs to, and its message.
+func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
+	idx := int32(-1)
+	attempt := c.attempt
+	own := c.prog != nil
+	if ev.HasID && (own || c.d.opaqueIDs) {
+		// A server the user brings: the index comes from its progress
+		// notifications alone, whatever its ids look like.
+		if ev.ID != "" {
+			c.lastID, c.hasID = ev.ID, true
+		}
+	} else if ev.HasID {
+		if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
+			if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
+				c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
+			}
+		}
+	}
+	if ev.HasID && c.d.iso != nil {
+		c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
+	}
+	var p parsed
+	if !ev.HasData || ev.Data == "" {
+		return idx, attempt, p
+	}
+	p = parseData(ev.Data, c.e)
+	if p.index >= 0 {
+		idx = p.index
+	}
+	if cl, k, a, ok := check.ParseToken(p.token); ok && cl == c.id && k == c.seq {
+		attempt = a
+	}
+	switch {
+	case p.invalid || ((p.result || p.rpcErr) && answers(p, c.id, c.seq) != ""):
+		// A protocol error: the caller ends the stream on it.
+	case own && p.isProg:
+		idx = c.prog.index(p.progress, attempt)
+		c.grow(idx + 1)
+	case own && p.result:
+		idx = c.prog.result(c.d.ownLength(c.e))
+		c.grow(idx)
+	}
+	return idx, attempt, p
 }

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,6 +173,8 @@ type designRun struct {
 	resultOnly int32
 	host       *hostWatch // the run's lateness
 	iso        *isolation // the isolation probes; nil when off
+	target     *url.URL   // endpoint, parsed: the origin no redirect leaves
+	guard      *guard     // what the clients refused from the server
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -294,6 +297,22 @@ type designOut struct {
 	tool    string    // an own server's tool
 }
 
+// newDesignRun is the shared state of design d's run against endpoint,
+// over transport tr.
+func newDesignRun(sc *scenario.Scenario, d *scenario.Design, endpoint string, tr http.RoundTripper, opts *Options) (*designRun, error) {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("live: design %s: endpoint %q: %w", d.Name, endpoint, err)
+	}
+	return &designRun{
+		// The native clients and the probes follow no redirect by
+		// themselves: guard.follow decides.
+		sc: sc, d: d, endpoint: endpoint, target: target, guard: &guard{},
+		http:       &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: d.Era == "2026-07-28", own: d.Own, host: opts.host,
+	}, nil
+}
+
 // runDesign brings up the design's topology, storms it, tears it down and
 // judges the history.
 func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (designOut, error) {
@@ -334,9 +353,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	}
 	defer tr.CloseIdleConnections()
 	era2026 := d.Era == "2026-07-28"
-	dr := &designRun{
-		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: era2026, own: own, host: opts.host,
+	dr, err := newDesignRun(sc, d, endpoint, tr, opts)
+	if err != nil {
+		return designOut{}, err
 	}
 	if d.Server == topology.ServerTSSDK {
 		dr.opaqueIDs, dr.resultOnly = true, 1
@@ -789,6 +808,10 @@ func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *ch
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
 		}
 		row.Notes = append(row.Notes, in.hookNotes...)
+	}
+	row.Notes = append(row.Notes, dr.guard.notes()...)
+	if n := failedCauses(h); n != "" {
+		row.Notes = append(row.Notes, n)
 	}
 	dr.iso.fill(&row)
 	if len(in.neverReady) > 0 {

@@ -171,7 +171,7 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		c.session = nil
 	}
 	if c.session == nil {
-		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c},
+		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c, CheckRedirect: c.d.guard.checkRedirect},
 			// stormsim's calls need no server-initiated messages, and the
 			// model's clients open no standalone stream.
 			DisableStandaloneSSE: true}

@@ -1,8 +1,9 @@
 // Package sse parses a text/event-stream as the HTML Living Standard
 // describes it: lines end in CRLF, LF or CR; "data" lines join with "\n";
 // "id" sets the last event id (ignored when it holds NUL); "retry" sets the
-// reconnection time when it is all ASCII digits; lines starting with ":"
-// are comments; a blank line dispatches the event.
+// reconnection time when it is all ASCII digits, clamped to MaxRetry (see
+// ParseRetry); lines starting with ":" are comments; a blank line
+// dispatches the event.
 //
 // Unlike a browser, Next also returns an event that carries only an id: for
 // MCP resumption the id is what matters (a priming event may have no data).
@@ -20,7 +21,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -34,6 +34,36 @@ type Event struct {
 	HasData  bool          // at least one data line
 	Retry    time.Duration // the reconnection time, when HasRetry
 	HasRetry bool
+	// RetryClamped: the server's retry value was above MaxRetry and Retry
+	// is MaxRetry.
+	RetryClamped bool
+}
+
+// MaxRetry is the longest reconnection time a server's hint can ask for,
+// as a "retry" field or a Retry-After header: a longer one is clamped to
+// it. Ten minutes is longer than any client profile's backoff, so a real
+// hint is kept, while a huge or overflowing one cannot stall a call for
+// years or wrap around to a negative (or tiny) delay.
+const MaxRetry = 10 * time.Minute
+
+// ParseRetry reads a server's retry hint: value is ASCII digits counting
+// units (time.Millisecond for an SSE "retry" field, time.Second for a
+// Retry-After header). It never overflows: a value above MaxRetry, however
+// many digits it has, gives MaxRetry and clamped true. ok is false when
+// value is not all digits.
+func ParseRetry(value string, unit time.Duration) (d time.Duration, clamped, ok bool) {
+	if value == "" || !isDigits(value) {
+		return 0, false, false
+	}
+	limit := uint64(MaxRetry / unit)
+	var n uint64
+	for i := 0; i < len(value); i++ {
+		n = n*10 + uint64(value[i]-'0')
+		if n > limit {
+			return MaxRetry, true, true
+		}
+	}
+	return time.Duration(n) * unit, false, true
 }
 
 // Reader reads events from a stream. It is not safe for concurrent use.
@@ -140,8 +170,8 @@ func (r *Reader) Next() (Event, error) {
 				r.lastID, ev.HasID = value, true
 			}
 		case "retry":
-			if n, err := strconv.ParseUint(value, 10, 63); err == nil && value != "" && isDigits(value) {
-				ev.Retry, ev.HasRetry = time.Duration(n)*time.Millisecond, true
+			if d, clamped, ok := ParseRetry(value, time.Millisecond); ok {
+				ev.Retry, ev.HasRetry, ev.RetryClamped = d, true, clamped
 			}
 		}
 	}
