@@ -63,6 +63,7 @@ func newClient(d *designRun, id int32) *vclient {
 	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, renewAt: -1}
 	if d.own != nil {
 		c.prog = newProgressIndex(d.own.Tool.Progress)
+		c.prog.absurd = &d.guard.absurdProgress
 	}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
@@ -102,7 +103,7 @@ func (c *vclient) nextCall() clients.Action {
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
 	if c.prog != nil {
-		c.prog.reset()
+		c.prog.reset(c.d.ownLength(n))
 	}
 	renew := c.renewAt >= 0 && c.callStart >= c.renewAt
 	if renew {

@@ -53,6 +53,7 @@ var (
 type guard struct {
 	wrongID, unsolicited, invalidJSON atomic.Int64
 	hintsClamped                      atomic.Int64 // retry hints above sse.MaxRetry
+	absurdProgress                    atomic.Int64 // index progress values over progressIndex's bound
 	crossOrigin, tooMany, hops        atomic.Int64 // redirects refused, refused past maxRedirects, followed
 }
 
@@ -148,6 +149,9 @@ func (g *guard) notes() []string {
 	if n := g.hintsClamped.Load(); n > 0 {
 		out = append(out, fmt.Sprintf("retry hints: the server asked %d times for a reconnection delay over %s (a retry field or Retry-After); each was clamped to %s",
 			n, sse.MaxRetry, sse.MaxRetry))
+	}
+	if n := g.absurdProgress.Load(); n > 0 {
+		out = append(out, fmt.Sprintf("progress: %d progress values (server.tool.progress = \"index\") pointed past the call's asked length plus the notifications received; each was clamped to that bound", n))
 	}
 	if n := g.crossOrigin.Load(); n > 0 {
 		out = append(out, fmt.Sprintf("redirects: %d to another origin were refused, never followed; their calls failed with %q", n, errCrossOrigin.Error()))

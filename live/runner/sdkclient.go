@@ -139,7 +139,10 @@ func (c *sdkClient) begin(seq, n int32) {
 	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
 	if c.progs != nil {
-		c.progs[seq] = newProgressIndex(c.d.own.Tool.Progress)
+		p := newProgressIndex(c.d.own.Tool.Progress)
+		p.reset(c.d.ownLength(n))
+		p.absurd = &c.d.guard.absurdProgress
+		c.progs[seq] = p
 		delete(c.progs, seq-2) // its notifications are long over
 	}
 }
