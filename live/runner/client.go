@@ -41,6 +41,7 @@ type vclient struct {
 	stream    string // the server's stream id, from the event ids
 	lastID    string // the last event id of the current attempt, as the server wrote it
 	reached   int32  // highest index received on the current attempt, -1 if none
+	events    int32  // events the current call received, over all its streams
 	hasID     bool   // an event id of the current attempt was received
 	callStart int64
 	inCall    bool
@@ -100,6 +101,7 @@ func (c *vclient) nextCall() clients.Action {
 	n, think := workload.Draw(w, &c.work)
 	c.seq++
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
+	c.events = 0
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, check.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
 	if c.prog != nil {
@@ -351,14 +353,27 @@ func (c *vclient) request(ctx context.Context, a clients.Action, rec *check.Requ
 // plain reads an answer that is not a stream: an error status, a session,
 // or a call's whole result as one JSON message.
 func (c *vclient) plain(a clients.Action, rec check.Request, in clients.Input, resp *http.Response) (clients.Input, bool) {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	lim := c.d.guard.lim
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(lim.BodyBytes)+1))
 	resp.Body.Close()
 	rec.Closed, rec.BytesIn = c.now(), int64(len(b))
+	sid := resp.Header.Get("Mcp-Session-Id")
+	switch {
+	case len(b) > lim.BodyBytes:
+		rec.Err = c.d.guard.hit(limBody)
+	case a.Req == clients.ReqInitialize && len(sid) > lim.SessionIDBytes:
+		rec.Err = c.d.guard.hit(limSession)
+	}
+	if rec.Err != "" {
+		// Over a limit: the request failed, whatever its status said.
+		c.record(rec)
+		return clients.Input{Kind: clients.InResponse, Status: http.StatusBadGateway}, true
+	}
 	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("purged")) {
 		rec.Purged, in.Purged = true, true
 	}
 	if a.Req == clients.ReqInitialize && resp.StatusCode/100 == 2 {
-		c.session = resp.Header.Get("Mcp-Session-Id")
+		c.session = sid
 		in.Session = c.session != ""
 		rec.SessionID = c.session
 	}
@@ -606,7 +621,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		return in, true
 	}
 	var hint time.Duration
-	rd := sse.NewReader(countingReader{resp.Body, &nIn})
+	rd := sse.NewReaderLimits(countingReader{resp.Body, &nIn}, c.d.guard.sseLimits())
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -616,6 +631,10 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			}
 			if ctx.Err() != nil {
 				return clients.Input{}, false // the run is over
+			}
+			if k := streamLimit(err); k >= 0 {
+				c.hist.Requests[ri].Err = c.d.guard.hit(k)
+				return drop(check.DropError, clients.Input{Kind: clients.InCallTimeout}) // a limit fails the call at once
 			}
 			in := clients.Input{Kind: clients.InStreamEnd, Cursor: int(c.reached), HasID: c.hasID && !c.d.noResume,
 				RetryHint: hint, NoResume: c.d.noResume}
@@ -637,6 +656,11 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			if ev.RetryClamped {
 				c.d.guard.hintsClamped.Add(1)
 			}
+		}
+		if c.events++; c.events > int32(c.d.guard.lim.EventsPerCall) {
+			end()
+			c.hist.Requests[ri].Err = c.d.guard.hit(limEvents)
+			return drop(check.DropError, clients.Input{Kind: clients.InCallTimeout}) // a limit fails the call at once
 		}
 		idx, attempt, p := c.event(ev, ri)
 		if kind := c.protocolError(p); kind != "" {

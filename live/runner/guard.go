@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/sse"
+	"github.com/stormsim/stormsim/scenario"
 )
 
 // What a server under test can send that stormsim refuses to trust: the
@@ -55,6 +57,98 @@ type guard struct {
 	hintsClamped                      atomic.Int64 // retry hints above sse.MaxRetry
 	absurdProgress                    atomic.Int64 // index progress values over progressIndex's bound
 	crossOrigin, tooMany, hops        atomic.Int64 // redirects refused, refused past maxRedirects, followed
+	limits                            [nLimits]atomic.Int64
+	lim                               scenario.Limits // fixed at creation
+}
+
+// The limits of scenario.Limits, as the guard counts their hits.
+const (
+	limEvent = iota
+	limLine
+	limBody
+	limEvents
+	limID
+	limSession
+	nLimits
+)
+
+// limitKeys are the limits' scenario keys.
+var limitKeys = [nLimits]string{"limits.event_bytes", "limits.line_bytes", "limits.body_bytes", "limits.events_per_call", "limits.id_bytes", "limits.session_id_bytes"}
+
+// value is limit k's value in the run.
+func (g *guard) value(k int) int {
+	l := &g.lim
+	return [nLimits]int{l.EventBytes, l.LineBytes, l.BodyBytes, l.EventsPerCall, l.IDBytes, l.SessionIDBytes}[k]
+}
+
+// hit counts a hit of limit k and returns the cause a call fails with.
+func (g *guard) hit(k int) string {
+	g.limits[k].Add(1)
+	return g.cause(k)
+}
+
+// cause is the cause of a call that limit k failed.
+func (g *guard) cause(k int) string {
+	return fmt.Sprintf("limit: %s = %d exceeded", limitKeys[k], g.value(k))
+}
+
+// sseLimits are the native clients' SSE reader's limits.
+func (g *guard) sseLimits() sse.Limits {
+	return sse.Limits{Line: g.lim.LineBytes, Event: g.lim.EventBytes, ID: g.lim.IDBytes}
+}
+
+// streamLimit is the limit a stream's read error says was hit; -1 none.
+func streamLimit(err error) int {
+	switch {
+	case errors.Is(err, sse.ErrLineTooLong):
+		return limLine
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return limEvent
+	case errors.Is(err, sse.ErrIDTooLong):
+		return limID
+	}
+	return -1
+}
+
+// limitResponse applies the body and session-id limits to an answer to
+// an SDK client's request (go-sdk and ts-sdk alike): an error for a
+// session id over its limit; a body that is not a stream then fails when
+// read past its limit.
+func (g *guard) limitResponse(initialize bool, resp *http.Response) error {
+	if initialize && len(resp.Header.Get("Mcp-Session-Id")) > g.lim.SessionIDBytes {
+		return errors.New(g.hit(limSession))
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, g: g, left: int64(g.lim.BodyBytes)}
+	}
+	return nil
+}
+
+// limitedBody is a response body that fails past the body limit, so that
+// an SDK that reads a JSON body whole reads no more than that.
+type limitedBody struct {
+	io.ReadCloser
+	g    *guard
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errors.New(b.g.hit(limBody))
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 && err == nil {
+		// One more byte says whether the body goes on past the limit.
+		var one [1]byte
+		if m, _ := b.ReadCloser.Read(one[:]); m > 0 {
+			return n, errors.New(b.g.hit(limBody))
+		}
+	}
+	return n, err
 }
 
 // redirect decides whether a request to orig that was redirected to loc,
@@ -150,6 +244,12 @@ func (g *guard) notes() []string {
 		out = append(out, fmt.Sprintf("retry hints: the server asked %d times for a reconnection delay over %s (a retry field or Retry-After); each was clamped to %s",
 			n, sse.MaxRetry, sse.MaxRetry))
 	}
+	for k := range nLimits {
+		if n := g.limits[k].Load(); n > 0 {
+			out = append(out, fmt.Sprintf("limits: %s = %d was exceeded %d times; each failed its call (or its initialize) with the cause %q",
+				limitKeys[k], g.value(k), n, g.cause(k)))
+		}
+	}
 	if n := g.absurdProgress.Load(); n > 0 {
 		out = append(out, fmt.Sprintf("progress: %d progress values (server.tool.progress = \"index\") pointed past the call's asked length plus the notifications received; each was clamped to that bound", n))
 	}
@@ -167,11 +267,15 @@ func (g *guard) notes() []string {
 
 // answers classifies a JSON-RPC response p that reached client c's call
 // seq: "" when it answers the call (its id is one of the call's attempts'),
-// else the kind of protocol error.
+// else the kind of protocol error. An error without an id (null, as
+// JSON-RPC has it when the server cannot tell the request, or none) is
+// taken as the call's: it fails the call, it cannot complete one.
 func answers(p parsed, client, seq int32) string {
 	cl, k, _, ok := check.ParseToken(p.token)
 	switch {
 	case ok && cl == client && k == seq:
+		return ""
+	case p.rpcErr && (p.rawID == "null" || p.rawID == ""):
 		return ""
 	case ok && cl == client && k < seq, p.rawID == "0":
 		return protoWrongID // another of the client's requests: an earlier call, or initialize (id 0)

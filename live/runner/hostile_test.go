@@ -103,34 +103,57 @@ func fewResumes(t *testing.T, d *report.Design) {
 	}
 }
 
-// severeModes are the modes make test runs, with native and go-sdk
-// clients. The native clients' notes name the protocol error; a go-sdk
-// client's own error is in the top causes of failed calls.
-var severeModes = map[string][2]hostileCase{
-	"wrong-id": {
-		{"wrong-id", 99, "responses with the id of another request", noneCompleted},
-		{"wrong-id", 99, "failed calls, top causes", noneCompleted},
-	},
-	"unsolicited": {
-		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
-		{"unsolicited", 99, "failed calls, top causes", noneCompleted},
-	},
-	"invalid-json": {
-		{"invalid-json", 99, "messages that are not valid JSON", noneCompleted},
-		{"invalid-json", 99, "failed calls, top causes", noneCompleted},
-	},
-	"retry-overflow": {
+// hostileModes are the modes of testdata/hostile with what a run against
+// each must show, with native and with go-sdk clients; severe ones run in
+// make test, the others in make test-long (TestHostileLong). The native
+// clients' notes name the protocol error or limit; a go-sdk client's own
+// error is in the top causes of failed calls.
+var hostileModes = []struct {
+	severe bool
+	cases  [2]hostileCase
+	sets   []string
+}{
+	{true, [2]hostileCase{
+		{"wrong-id", 99, "responses with the id of another request (wrong id)", noneCompleted},
+		{"wrong-id", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
+		{"redirect-cross", 99, "redirect to another origin", noneCompleted}}, nil},
+	{true, [2]hostileCase{
 		{"retry-overflow", 99, "each was clamped to 10m0s", fewResumes},
-		{"retry-overflow", 99, "failed calls, top causes", fewResumes},
-	},
-	"redirect-cross": {
-		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
-		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
-	},
-	"redirect-same": {
+		{"retry-overflow", 99, "failed calls, top causes", fewResumes}}, nil},
+	{true, [2]hostileCase{
+		{"huge-event", 99, "limits.event_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-event", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"endless", 99, "limits.events_per_call = 5000 was exceeded", noneCompleted},
+		// The SDK hands notifications over slower than the server sends
+		// them: the call timeout may end the call first.
+		{"endless", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
+		{"unsolicited", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"invalid-json", 99, "messages that are not valid JSON", noneCompleted},
+		{"invalid-json", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
 		{"redirect-same", 0, "hops within the origin were followed", nil},
-		{"redirect-same", 0, "", nil},
-	},
+		{"redirect-same", 0, "hops within the origin were followed", nil}}, nil},
+	{false, [2]hostileCase{
+		{"huge-line", 99, "limits.line_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-line", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"huge-id", 99, "limits.id_bytes = 1024 was exceeded", noneCompleted},
+		{"huge-id", 0, "", nil}}, nil}, // the go-sdk client keeps only the last id: no limit of stormsim's applies
+	{false, [2]hostileCase{
+		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted},
+		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"index-2e9", 0, "pointed past the call's asked length", nil},
+		{"index-2e9", 0, "pointed past the call's asked length", nil}}, []string{`server.tool.progress="index"`}},
 }
 
 // TestHostile runs the built stormsim, as a child process, against each of
@@ -142,17 +165,30 @@ var severeModes = map[string][2]hostileCase{
 // what is judged here does not depend on timing.
 func TestHostile(t *testing.T) {
 	t.Parallel()
+	testHostile(t, true)
+}
+
+// TestHostileLong is TestHostile for the other modes (make test-long).
+func TestHostileLong(t *testing.T) {
+	testHostile(t, false)
+}
+
+func testHostile(t *testing.T, severe bool) {
 	hostileBin(t)
 	type run struct {
 		name string
 		c    hostileCase
 		impl string
+		sets []string
 		r    hostileRun
 	}
 	var runs []*run
-	for mode, cs := range severeModes {
+	for _, m := range hostileModes {
+		if m.severe != severe {
+			continue
+		}
 		for i, impl := range []string{"native", "go-sdk"} {
-			runs = append(runs, &run{name: mode + "/" + impl, c: cs[i], impl: impl})
+			runs = append(runs, &run{name: m.cases[i].mode + "/" + impl, c: m.cases[i], impl: impl, sets: m.sets})
 		}
 	}
 	var wg sync.WaitGroup
@@ -160,7 +196,7 @@ func TestHostile(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.r = runHostile(r.c.mode, r.impl, t.TempDir())
+			r.r = runHostile(r.c.mode, r.impl, t.TempDir(), r.sets)
 		}()
 	}
 	wg.Wait()
@@ -182,7 +218,7 @@ type hostileRun struct {
 
 // runHostile starts testdata/hostile in mode, and the other host, and
 // runs stormsim against it with impl clients, into out.
-func runHostile(mode, impl, out string) (res hostileRun) {
+func runHostile(mode, impl, out string, sets []string) (res hostileRun) {
 	other, reached, stop, err := otherHost()
 	if err != nil {
 		return hostileRun{err: err}
@@ -197,8 +233,12 @@ func runHostile(mode, impl, out string) (res hostileRun) {
 	if impl == "go-sdk" {
 		profile = "go-sdk"
 	}
-	cmd := exec.Command(bin, "run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts", "--quiet",
-		"--no-saturation-check", "--set", fmt.Sprintf("server.url=%q", endpoint), "--set", "client.impl="+impl, "--set", "client.profile="+profile)
+	args := []string{"run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts", "--quiet",
+		"--no-saturation-check", "--set", fmt.Sprintf("server.url=%q", endpoint), "--set", "client.impl=" + impl, "--set", "client.profile=" + profile}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(bin, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()

@@ -307,7 +307,7 @@ func newDesignRun(sc *scenario.Scenario, d *scenario.Design, endpoint string, tr
 	return &designRun{
 		// The native clients and the probes follow no redirect by
 		// themselves: guard.follow decides.
-		sc: sc, d: d, endpoint: endpoint, target: target, guard: &guard{},
+		sc: sc, d: d, endpoint: endpoint, target: target, guard: &guard{lim: sc.Limits},
 		http:       &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: d.Era == "2026-07-28", own: d.Own, host: opts.host,
 	}, nil

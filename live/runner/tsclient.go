@@ -191,7 +191,7 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such client", http.StatusNotFound)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20)) // the SDK's own request
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
@@ -204,10 +204,14 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		out.Header = r.Header.Clone()
+		out.Header.Del("Accept-Encoding") // a body Node would decompress without a limit
 		return c.RoundTrip(out)
 	}, nil)
 	if err != nil {
 		panic(http.ErrAbortHandler) // the SDK sees a network error
+	}
+	if refused == nil && resp.Header.Get("Content-Encoding") != "" && resp.Header.Get("Content-Encoding") != "identity" {
+		refused = errors.New(p.d.guard.hit(limBody) + ": a compressed body, which Node would decompress without a limit")
 	}
 	if refused != nil {
 		drain(resp)

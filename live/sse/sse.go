@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -71,16 +72,35 @@ type Reader struct {
 	br       *bufio.Reader
 	lastID   string
 	started  bool
-	maxLine  int
+	lim      Limits
 	pendingR bool // the previous line ended in CR: skip an LF that follows
 }
 
-// ErrLineTooLong is returned for a line over the reader's limit.
-var ErrLineTooLong = errors.New("sse: line too long")
+// Limits bound what a Reader holds, whatever the stream sends: the reader
+// fails with ErrLineTooLong, ErrEventTooLarge or ErrIDTooLong (wrapped,
+// with the limit) rather than buffer more. A zero field is no limit.
+type Limits struct {
+	Line  int // bytes of one line
+	Event int // bytes of one event's data, its lines joined
+	ID    int // bytes of an event id
+}
 
-// NewReader reads from r; lines may be up to 4 MiB.
+// Errors for a stream over the reader's limits.
+var (
+	ErrLineTooLong   = errors.New("sse: line too long")
+	ErrEventTooLarge = errors.New("sse: event too large")
+	ErrIDTooLong     = errors.New("sse: event id too long")
+)
+
+// NewReader reads from r; lines may be up to 4 MiB, events and ids any
+// size up to that.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), maxLine: 4 << 20}
+	return NewReaderLimits(r, Limits{Line: 4 << 20})
+}
+
+// NewReaderLimits reads from r within lim.
+func NewReaderLimits(r io.Reader, lim Limits) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim}
 }
 
 // LastID is the last event id seen so far.
@@ -110,8 +130,8 @@ func (r *Reader) line() (string, error) {
 			r.pendingR = true
 			return buf.String(), nil
 		}
-		if buf.Len() >= r.maxLine {
-			return "", ErrLineTooLong
+		if r.lim.Line > 0 && buf.Len() >= r.lim.Line {
+			return "", fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.lim.Line)
 		}
 		buf.WriteByte(b)
 	}
@@ -160,12 +180,18 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch field {
 		case "data":
+			if r.lim.Event > 0 && data.Len()+len(value) > r.lim.Event {
+				return Event{}, fmt.Errorf("%w: over %d bytes", ErrEventTooLarge, r.lim.Event)
+			}
 			data.WriteString(value)
 			data.WriteByte('\n')
 			ev.HasData = true
 		case "event":
 			ev.Type = value
 		case "id":
+			if r.lim.ID > 0 && len(value) > r.lim.ID {
+				return Event{}, fmt.Errorf("%w: over %d bytes", ErrIDTooLong, r.lim.ID)
+			}
 			if !strings.ContainsRune(value, 0) {
 				r.lastID, ev.HasID = value, true
 			}

@@ -65,6 +65,33 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestLimits: a stream over a limit fails with the limit's error, never
+// buffering more; within the limits it reads as without them.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	lim := Limits{Line: 16, Event: 20, ID: 8}
+	cases := []struct {
+		name, in string
+		want     error
+	}{
+		{"within", "id: 12345678\ndata: 0123456789\ndata: 012345678\n\n", io.EOF},    // 10 + 9 bytes of data, an 8-byte id
+		{"line", "data: 0123456789abcdef\n\n", ErrLineTooLong},                       // one line of 22 bytes
+		{"event", "data: 0123456789\ndata: 0123456789\ndata: x\n", ErrEventTooLarge}, // short lines, no blank line: 21 bytes of data
+		{"id", "id: 123456789\ndata: x\n\n", ErrIDTooLong},                           // a 9-byte id
+		{"endless", strings.Repeat("data: 0123456789\n", 1000), ErrEventTooLarge},    // an event that never ends
+	}
+	for _, c := range cases {
+		r := NewReaderLimits(strings.NewReader(c.in), lim)
+		var err error
+		for err == nil {
+			_, err = r.Next()
+		}
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
 // TestParseRetry: hints in ms and in s, within MaxRetry, above it, and not
 // numbers at all.
 func TestParseRetry(t *testing.T) {

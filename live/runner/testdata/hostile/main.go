@@ -18,6 +18,15 @@
 //	                gets the same
 //	redirect-cross  307 to -other, another host
 //	redirect-same   307 to /mcp2 on the same origin, which answers as "ok"
+//	huge-event      one event of short data lines that never ends (up to
+//	                256 MiB)
+//	huge-line       one data line of 256 MiB
+//	huge-id         events with 1 MiB ids
+//	huge-body       the result as one JSON body of 256 MiB
+//	huge-session    a 100 KiB Mcp-Session-Id
+//	endless         progress notifications without end (up to 10,000,000)
+//	index-2e9       progress 1, then 2,000,000,000, then the result (for
+//	                server.tool.progress = "index")
 package main
 
 import (
@@ -28,6 +37,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -85,7 +95,11 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.Method {
 	case "initialize":
-		w.Header().Set("Mcp-Session-Id", "s"+strconv.FormatInt(s.sessions.Add(1), 10))
+		sid := "s" + strconv.FormatInt(s.sessions.Add(1), 10)
+		if s.mode == "huge-session" {
+			sid += strings.Repeat("x", 100<<10)
+		}
+		w.Header().Set("Mcp-Session-Id", sid)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"0"}}}`, req.ID)
 	case "tools/call":
@@ -111,13 +125,41 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 	case s.mode == "retry-overflow":
 		s.overflow(w)
 		return
+	case s.mode == "huge-body":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
+		repeat(w, "x", 256<<20)
+		fmt.Fprint(w, `"}]}}`)
+		return
+	}
+	if s.huge(w) {
+		return
 	}
 	tok, _ := json.Marshal(req.Params.Meta.ProgressToken)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	n := max(req.Params.Arguments.Events-1, 0)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%s,\"progress\":%d,\"total\":%d}}\n\n", tok, i, n)
+	values := make([]int, n)
+	for i := range values {
+		values[i] = i + 1
+	}
+	switch s.mode {
+	case "endless":
+		values = nil
+		for i := 1; i <= 10_000_000; i++ {
+			if _, err := fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%s,\"progress\":%d}}\n\n", tok, i); err != nil {
+				return
+			}
+		}
+	case "index-2e9":
+		values = []int{1, 2_000_000_000}
+	}
+	for _, v := range values {
+		id := ""
+		if s.mode == "huge-id" {
+			id = "id: " + strings.Repeat("i", 1<<20) + strconv.Itoa(v) + "\n"
+		}
+		fmt.Fprintf(w, "%sdata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%s,\"progress\":%d,\"total\":%d}}\n\n", id, tok, v, n)
 	}
 	id := string(req.ID)
 	switch s.mode {
@@ -130,6 +172,33 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n", id)
+}
+
+// huge sends the modes that are one endless event or line; false for the
+// others.
+func (s *server) huge(w http.ResponseWriter) bool {
+	switch s.mode {
+	case "huge-event":
+		w.Header().Set("Content-Type", "text/event-stream")
+		repeat(w, "data: 0123456789abcdef0123456789abcdef\n", 256<<20)
+	case "huge-line":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: ")
+		repeat(w, "x", 256<<20)
+	default:
+		return false
+	}
+	return true
+}
+
+// repeat writes s until n bytes are written or the client has gone.
+func repeat(w http.ResponseWriter, s string, n int) {
+	chunk := []byte(strings.Repeat(s, max(64<<10/len(s), 1)))
+	for written := 0; written < n; written += len(chunk) {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
 }
 
 // overflow sends a retry hint of 18,446,744,073,710 ms, which multiplied
