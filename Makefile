@@ -95,7 +95,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn)$$
+LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong)$$
 test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 10 minutes on 2 cores: make test-time)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
