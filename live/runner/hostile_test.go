@@ -147,7 +147,7 @@ var hostileModes = []struct {
 		{"huge-line", 99, "failed calls, top causes", noneCompleted}}, nil},
 	{false, [2]hostileCase{
 		{"huge-id", 99, "limits.id_bytes = 1024 was exceeded", noneCompleted},
-		{"huge-id", 0, "", nil}}, nil}, // the go-sdk client keeps only the last id: no limit of stormsim's applies
+		{"huge-id", 0, "", nil}}, nil}, // the go-sdk client keeps only the last id, and the events are within MaxEventSize
 	{false, [2]hostileCase{
 		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted},
 		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted}}, nil},

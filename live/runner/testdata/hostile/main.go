@@ -21,7 +21,7 @@
 //	huge-event      one event of short data lines that never ends (up to
 //	                256 MiB)
 //	huge-line       one data line of 256 MiB
-//	huge-id         events with 1 MiB ids
+//	huge-id         events with 100 KiB ids
 //	huge-body       the result as one JSON body of 256 MiB
 //	huge-session    a 100 KiB Mcp-Session-Id
 //	endless         progress notifications without end (up to 10,000,000)
@@ -157,7 +157,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 	for _, v := range values {
 		id := ""
 		if s.mode == "huge-id" {
-			id = "id: " + strings.Repeat("i", 1<<20) + strconv.Itoa(v) + "\n"
+			id = "id: " + strings.Repeat("i", 100<<10) + strconv.Itoa(v) + "\n"
 		}
 		fmt.Fprintf(w, "%sdata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%s,\"progress\":%d,\"total\":%d}}\n\n", id, tok, v, n)
 	}
