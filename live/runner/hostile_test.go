@@ -204,6 +204,7 @@ type hostileRun struct {
 	reached int64 // requests that reached the other host
 	stderr  string
 	d       *report.Design
+	host    *report.Host
 }
 
 // runHostile starts testdata/hostile in mode, and the other host, and
@@ -249,7 +250,7 @@ func runHostile(exe, mode, impl, out string, sets []string) (res hostileRun) {
 		res.err = err
 		return res
 	}
-	res.d = &rep.Designs[0]
+	res.d, res.host = &rep.Designs[0], rep.Host
 	return res
 }
 
@@ -267,6 +268,9 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	}
 	if r.code != c.code {
 		t.Errorf("exit %d: want %d\n%s", r.code, c.code, r.stderr)
+	}
+	if r.host == nil || r.host.LoadgenRequestsPerS <= 0 {
+		t.Errorf("host block %+v: want the load generator's request rate", r.host)
 	}
 	if r.reached != 0 {
 		t.Errorf("%d requests reached the other host: want 0", r.reached)

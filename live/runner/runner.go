@@ -249,7 +249,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, err
 	}
 	r := sim.Header(sc, "live")
-	r.Host = opts.host.verdict()
+	requests := 0
+	for _, o := range outs {
+		requests += len(o.h.Requests)
+	}
+	r.Host = opts.host.verdict(requests)
 	hooked := hookedKinds(designs)
 	for i := range r.Faults {
 		if slices.Contains(hooked, r.Faults[i].Kind) {
