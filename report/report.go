@@ -76,9 +76,14 @@ type Host struct {
 	// LoadgenCPUCores is the load generator's CPU time over the run's
 	// wall time, in cores (of Cores).
 	LoadgenCPUCores float64 `json:"loadgen_cpu_cores"`
-	Cores           int     `json:"cores"`
-	LoadAverage     float64 `json:"load_average_1m,omitempty"` // at the end of the run
-	BoundsMS        struct {
+	// LoadgenRequestsPerS is the HTTP requests the load generator's
+	// clients sent (every request of the histories, redirect hops
+	// included) over the run's wall time: what it asked of the server and
+	// of itself.
+	LoadgenRequestsPerS float64 `json:"loadgen_requests_per_s"`
+	Cores               int     `json:"cores"`
+	LoadAverage         float64 `json:"load_average_1m,omitempty"` // at the end of the run
+	BoundsMS            struct {
 		TimerP99    float64 `json:"timer_p99"`
 		ProducerP99 float64 `json:"producer_p99"`
 		SchedP99    float64 `json:"sched_p99"`

@@ -52,6 +52,8 @@ type subs struct {
 	Isolation toml.Primitive `toml:"isolation"`
 	// HealthCheck holds `stormsim up`'s LB health check (HealthCheck).
 	HealthCheck toml.Primitive `toml:"health_check"`
+	// Limits holds the live clients' limits (Limits).
+	Limits toml.Primitive `toml:"limits"`
 }
 
 // scenarioOnly holds what only a [scenario.NAME] block may have.
@@ -390,6 +392,25 @@ func (ld *loader) setLayer(pairs []string) *layer {
 	return &layer{md: &md, prim: doc.Set, path: []string{"set"}, where: "--set"}
 }
 
+// liveTables decodes the scenario's tables only the live engine and up
+// read (isolation, health_check, limits) over their defaults, layer by
+// layer.
+func (ld *loader) liveTables(s *Scenario, layers []*layer, sub []subs) {
+	s.HealthCheck = HealthCheck{Interval: time.Second, Threshold: 2}
+	s.Limits = DefaultLimits
+	for i, l := range layers {
+		if l.defined("isolation") {
+			ld.decode(l, sub[i].Isolation, &s.Isolation)
+		}
+		if l.defined("health_check") {
+			ld.decode(l, sub[i].HealthCheck, &s.HealthCheck)
+		}
+		if l.defined("limits") {
+			ld.decode(l, sub[i].Limits, &s.Limits)
+		}
+	}
+}
+
 // origin names the layer that last defined key, for messages.
 func origin(layers []*layer, key ...string) string {
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -435,17 +456,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			ld.decode(l, sub[i].Workload, &s.Workload)
 		}
 	}
-	for i, l := range layers {
-		if l.defined("isolation") {
-			ld.decode(l, sub[i].Isolation, &s.Isolation)
-		}
-	}
-	s.HealthCheck = HealthCheck{Interval: time.Second, Threshold: 2}
-	for i, l := range layers {
-		if l.defined("health_check") {
-			ld.decode(l, sub[i].HealthCheck, &s.HealthCheck)
-		}
-	}
+	ld.liveTables(s, layers, sub)
 	ld.validateTop(s, t, layers)
 	if t.Seed < 0 {
 		ld.errorf(origin(layers, "seed"), "%d is negative (want 0..9223372036854775807)", t.Seed)
@@ -1018,6 +1029,17 @@ func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {
 	if h := s.HealthCheck; h.Threshold < 1 || h.Threshold > 100 {
 		bad("health_check.threshold", "%d is not in 1..100", h.Threshold)
 	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{
+		{"event_bytes", s.Limits.EventBytes}, {"line_bytes", s.Limits.LineBytes}, {"body_bytes", s.Limits.BodyBytes},
+		{"events_per_call", s.Limits.EventsPerCall}, {"id_bytes", s.Limits.IDBytes}, {"session_id_bytes", s.Limits.SessionIDBytes},
+	} {
+		if l.v < 1 || l.v > 1<<30 {
+			bad("limits."+l.key, "%d is not in 1..%d", l.v, 1<<30)
+		}
+	}
 }
 
 // unknownKeys reports every key no struct claimed, with the valid ones.
@@ -1115,6 +1137,10 @@ func validKeys(parent []string, setLayer bool) []string {
 		case "health_check":
 			if parent[0] != "design" {
 				return tomlKeys(reflect.TypeOf(HealthCheck{}))
+			}
+		case "limits":
+			if parent[0] != "design" {
+				return tomlKeys(reflect.TypeOf(Limits{}))
 			}
 		case "tool":
 			if parent[len(parent)-2] == "server" {

@@ -249,7 +249,7 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range validKeys([]string{"scenario", "x"}, false) {
-		if k == "workload" || k == "client" || k == "store" || k == "replica" || k == "isolation" || k == "health_check" {
+		if k == "workload" || k == "client" || k == "store" || k == "replica" || k == "isolation" || k == "health_check" || k == "limits" {
 			for _, sub := range validKeys([]string{"scenario", "x", k}, false) {
 				if !strings.Contains(string(readme), "`"+k+"."+sub+"`") {
 					t.Errorf("docs/reference.md does not document `%s.%s`", k, sub)

@@ -62,6 +62,10 @@ type Scenario struct {
 	// part of the scenario's hash: the probes judge a run and are kept out
 	// of every metric it reports.
 	Isolation Isolation `json:"-"`
+	// Limits bound what the live engine's clients take from a server. Not
+	// part of the scenario's hash: the simulator's server sends nothing
+	// near them.
+	Limits Limits `json:"-"`
 	// HealthCheck is the active health check of `stormsim up`'s load
 	// balancer. Not part of the scenario's hash: scenario runs do not use
 	// it (their LB learns of a death as lb-health-delay says, as the
@@ -172,6 +176,27 @@ type Isolation struct {
 	// (--target), where the probes would send forged ids to a deployment
 	// stormsim does not control.
 	Probes *bool `toml:"probes" json:"probes,omitempty"`
+}
+
+// Limits is [scenario.NAME.limits]: the most the live engine's clients
+// take from the server they storm, whatever it sends, so that the load
+// generator's memory is bounded by the limits times the clients. A call
+// that meets one fails, its cause naming the limit, and the design's
+// notes count each limit hit. Every value is in bytes but EventsPerCall.
+type Limits struct {
+	EventBytes     int `toml:"event_bytes" json:"event_bytes"`           // one SSE event's data
+	LineBytes      int `toml:"line_bytes" json:"line_bytes"`             // one line of an SSE stream
+	BodyBytes      int `toml:"body_bytes" json:"body_bytes"`             // a response body that is not a stream
+	EventsPerCall  int `toml:"events_per_call" json:"events_per_call"`   // events one call receives, over all its streams
+	IDBytes        int `toml:"id_bytes" json:"id_bytes"`                 // an SSE event id
+	SessionIDBytes int `toml:"session_id_bytes" json:"session_id_bytes"` // an Mcp-Session-Id
+}
+
+// DefaultLimits are the limits a scenario does not set: far above what
+// a working MCP server sends, low enough that a thousand clients at their
+// worst stay within a few GiB.
+var DefaultLimits = Limits{
+	EventBytes: 4 << 20, LineBytes: 4 << 20, BodyBytes: 4 << 20, EventsPerCall: 100_000, IDBytes: 1 << 10, SessionIDBytes: 1 << 10,
 }
 
 // HealthCheck is [scenario.NAME.health_check]: how `stormsim up`'s load

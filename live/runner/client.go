@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ type vclient struct {
 	stream    string // the server's stream id, from the event ids
 	lastID    string // the last event id of the current attempt, as the server wrote it
 	reached   int32  // highest index received on the current attempt, -1 if none
+	events    int32  // events the current call received, over all its streams
 	hasID     bool   // an event id of the current attempt was received
 	callStart int64
 	inCall    bool
@@ -62,6 +64,7 @@ func newClient(d *designRun, id int32) *vclient {
 	c := &vclient{id: id, d: d, seq: -1, attempt: -1, reached: -1, renewAt: -1}
 	if d.own != nil {
 		c.prog = newProgressIndex(d.own.Tool.Progress)
+		c.prog.absurd = &d.guard.absurdProgress
 	}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
@@ -98,10 +101,11 @@ func (c *vclient) nextCall() clients.Action {
 	n, think := workload.Draw(w, &c.work)
 	c.seq++
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
+	c.events = 0
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, history.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
 	if c.prog != nil {
-		c.prog.reset()
+		c.prog.reset(c.d.ownLength(n))
 	}
 	renew := c.renewAt >= 0 && c.callStart >= c.renewAt
 	if renew {
@@ -238,40 +242,10 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.attempt, c.attempts = c.attempts, c.attempts+1
 		c.reached, c.hasID, c.stream, c.lastID = -1, false, "", ""
 	}
-	seq := c.seq
-	if !c.inCall {
-		seq = -1
-	}
-	rec := history.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
-		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
-	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
-		rec.Attempt = c.attempt
-	}
+	rec := c.newRecord(a)
 	body := c.body(a.Req)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, methods[a.Req], c.d.endpoint, bytes.NewReader(body))
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.Req != clients.ReqInitialize {
-		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
-	}
-	if rec.Session {
-		req.Header.Set("Mcp-Session-Id", c.session)
-		rec.SessionID = c.session
-	}
-	if a.Req == clients.ReqResume {
-		rec.Cursor = int32(a.Cursor)
-		if c.d.own != nil || c.d.opaqueIDs {
-			// Another server's ids need not be <stream>_<index>: resume
-			// from the last id it sent, as the SDK clients do.
-			req.Header.Set("Last-Event-ID", c.lastID)
-		} else {
-			req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
-		}
-	}
 	if a.Reconnect && c.d.reconnSem != nil {
 		// The client-side cap on concurrent reconnects, as in the
 		// simulator: wait for a slot, held until the answer arrives.
@@ -283,7 +257,15 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 	}
 	rec.BytesOut = int64(len(body))
 	rec.Sent = c.now()
-	resp, err := c.d.http.Do(req)
+	resp, refused, err := c.d.guard.follow(c.d.target, func(u *url.URL) (*http.Response, error) {
+		return c.d.http.Do(c.request(rctx, a, &rec, u, body))
+	}, func(resp *http.Response) {
+		// A redirect within the origin, followed: a request of its own.
+		hop := rec
+		hop.Answered, hop.Closed, hop.Status = c.now(), c.now(), resp.StatusCode
+		c.record(hop)
+		rec.Sent = c.now()
+	})
 	rec.Answered = c.now()
 	if a.Reconnect && c.d.reconnSem != nil {
 		<-c.d.reconnSem
@@ -296,15 +278,15 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.record(rec)
 		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
 	}
+	if refused != nil {
+		rec.Err = refused.Error() // the answer's status fails the call
+	}
 	rec.Status = resp.StatusCode
 	rec.Replica = -1
 	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
 		rec.Replica = n
 	}
-	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		in.RetryHint = time.Duration(s) * time.Second
-	}
+	in := clients.Input{Kind: clients.InResponse, Status: resp.StatusCode, RetryHint: c.d.guard.hint(resp.Header.Get("Retry-After"))}
 	streamed := resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if streamed && a.Req == clients.ReqStandalone {
 		// The standalone stream never carries the call's events; the brain
@@ -319,44 +301,129 @@ func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bo
 		c.brain.Step(in) // 200: the brain awaits the stream
 		return c.readStream(ctx, cancel, resp, idx)
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return c.plain(a, rec, in, resp)
+}
+
+// newRecord is the history's record of the request a makes.
+func (c *vclient) newRecord(a clients.Action) history.Request {
+	seq := c.seq
+	if !c.inCall {
+		seq = -1
+	}
+	rec := history.Request{Client: c.id, Seq: seq, Attempt: -1, Kind: a.Req, Reconnect: a.Reconnect, Reissue: a.Reissue,
+		Session: a.Req != clients.ReqInitialize && c.brain.HasSession() && c.session != "", Cursor: -1}
+	if a.Req == clients.ReqCall || a.Req == clients.ReqResume {
+		rec.Attempt = c.attempt
+	}
+	if rec.Session {
+		rec.SessionID = c.session
+	}
+	if a.Req == clients.ReqResume {
+		rec.Cursor = int32(a.Cursor)
+	}
+	return rec
+}
+
+// request is the HTTP request a makes to u (the endpoint, or where a
+// redirect within its origin points), with rec's session and cursor.
+func (c *vclient) request(ctx context.Context, a clients.Action, rec *history.Request, u *url.URL, body []byte) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, methods[a.Req], u.String(), bytes.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.Req != clients.ReqInitialize {
+		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
+	}
+	if rec.Session {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if a.Req == clients.ReqResume {
+		if c.d.own != nil || c.d.opaqueIDs {
+			// Another server's ids need not be <stream>_<index>: resume
+			// from the last id it sent, as the SDK clients do.
+			req.Header.Set("Last-Event-ID", c.lastID)
+		} else {
+			req.Header.Set("Last-Event-ID", c.stream+"_"+strconv.Itoa(a.Cursor))
+		}
+	}
+	return req
+}
+
+// plain reads an answer that is not a stream: an error status, a session,
+// or a call's whole result as one JSON message.
+func (c *vclient) plain(a clients.Action, rec history.Request, in clients.Input, resp *http.Response) (clients.Input, bool) {
+	lim := c.d.guard.lim
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(lim.BodyBytes)+1))
 	resp.Body.Close()
 	rec.Closed, rec.BytesIn = c.now(), int64(len(b))
+	sid := resp.Header.Get("Mcp-Session-Id")
+	switch {
+	case len(b) > lim.BodyBytes:
+		rec.Err = c.d.guard.hit(limBody)
+	case a.Req == clients.ReqInitialize && len(sid) > lim.SessionIDBytes:
+		rec.Err = c.d.guard.hit(limSession)
+	}
+	if rec.Err != "" {
+		// Over a limit: the request failed, whatever its status said.
+		c.record(rec)
+		return clients.Input{Kind: clients.InResponse, Status: http.StatusBadGateway}, true
+	}
 	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("purged")) {
 		rec.Purged, in.Purged = true, true
 	}
 	if a.Req == clients.ReqInitialize && resp.StatusCode/100 == 2 {
-		c.session = resp.Header.Get("Mcp-Session-Id")
+		c.session = sid
 		in.Session = c.session != ""
 		rec.SessionID = c.session
 	}
-	if a.Req == clients.ReqCall && resp.StatusCode == http.StatusOK {
-		// A plain JSON answer: the whole result at once, or an error.
-		p := parseData(string(b), c.e)
-		switch {
-		case p.result:
-			idx := c.record(rec)
-			e := c.e
-			if c.prog != nil {
-				e = c.prog.result(c.d.ownLength(c.e))
-				c.grow(e)
-			}
-			c.hist.Receipts = append(c.hist.Receipts, history.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
-			c.brain.Step(in)
-			return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
-		case p.rpcErr:
-			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
-			idx := c.record(rec)
-			c.brain.Step(in)
-			c.hist.Drops = append(c.hist.Drops, history.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: history.DropError})
-			return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
-		}
-		rec.Err = "200 without a stream or a JSON-RPC answer"
+	if a.Req != clients.ReqCall || resp.StatusCode != http.StatusOK {
 		c.record(rec)
-		return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
+		return in, true
 	}
+	// A plain JSON answer: the whole result at once, or an error.
+	p := parseData(string(b), c.e)
+	if kind := c.protocolError(p); kind != "" {
+		rec.Err = kind
+		c.d.guard.protocol(kind)
+		p.result, p.rpcErr = false, true
+	}
+	switch {
+	case p.result:
+		idx := c.record(rec)
+		e := c.e
+		if c.prog != nil {
+			e = c.prog.result(c.d.ownLength(c.e))
+			c.grow(e)
+		}
+		c.hist.Receipts = append(c.hist.Receipts, history.Receipt{Client: c.id, Seq: c.seq, Attempt: c.attempt, Index: e, T: rec.Closed, Req: int32(idx)})
+		c.brain.Step(in)
+		return clients.Input{Kind: clients.InStreamEnd, Result: true}, true
+	case p.rpcErr:
+		if rec.Err == "" {
+			rec.Err = "JSON-RPC error: " + strings.TrimSpace(string(b))
+		}
+		idx := c.record(rec)
+		c.brain.Step(in)
+		c.hist.Drops = append(c.hist.Drops, history.Drop{Client: c.id, Seq: c.seq, T: rec.Closed, Req: int32(idx), Cause: history.DropError})
+		return clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID}, true
+	}
+	rec.Err = "200 without a stream or a JSON-RPC answer"
 	c.record(rec)
-	return in, true
+	return clients.Input{Kind: clients.InResponse, Status: http.StatusServiceUnavailable}, true
+}
+
+// protocolError is the kind of protocol error a message of the current
+// call is, "" for none: invalid JSON, or a response that does not answer
+// the call.
+func (c *vclient) protocolError(p parsed) string {
+	switch {
+	case p.invalid:
+		return protoInvalidJSON
+	case p.result || p.rpcErr:
+		return answers(p, c.id, c.seq)
+	}
+	return ""
 }
 
 // grow makes the current call at least e events long: an own server's call
@@ -404,6 +471,8 @@ type parsed struct {
 	token    string
 	result   bool
 	rpcErr   bool
+	invalid  bool   // the data is not JSON
+	rawID    string // a response's id as JSON
 }
 
 // parseData reads an event's JSON-RPC message. The reference replica's
@@ -416,6 +485,7 @@ func parseData(data string, e int32) parsed {
 	p := parsed{index: -1}
 	var m message
 	if json.Unmarshal([]byte(data), &m) != nil {
+		p.invalid = true
 		return p
 	}
 	switch {
@@ -428,10 +498,11 @@ func parseData(data string, e int32) parsed {
 		}
 		p.token, _ = m.Params.ProgressToken.(string)
 	case m.Result != nil:
-		p.index, p.result = e, true
+		p.index, p.result, p.rawID = e, true, string(m.ID)
 		json.Unmarshal(m.ID, &p.token) //nolint:errcheck // a non-string id names no attempt
 	case m.Error != nil:
-		p.rpcErr = true
+		p.rpcErr, p.rawID = true, string(m.ID)
+		json.Unmarshal(m.ID, &p.token) //nolint:errcheck // a non-string id names no attempt
 	}
 	return p
 }
@@ -475,7 +546,7 @@ func scanData(data string, e int32) (parsed, bool) {
 		return p, true
 	case strings.HasPrefix(data, `{"id":"`) && strings.Contains(data, `,"result":`):
 		tok, ok := str(`{"id":"`)
-		p.index, p.result, p.token = e, true, tok
+		p.index, p.result, p.token, p.rawID = e, true, tok, `"`+tok+`"`
 		return p, ok
 	}
 	return p, false
@@ -550,7 +621,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		return in, true
 	}
 	var hint time.Duration
-	rd := sse.NewReader(countingReader{resp.Body, &nIn})
+	rd := sse.NewReaderLimits(countingReader{resp.Body, &nIn}, c.d.guard.sseLimits())
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -560,6 +631,10 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			}
 			if ctx.Err() != nil {
 				return clients.Input{}, false // the run is over
+			}
+			if k := streamLimit(err); k >= 0 {
+				c.hist.Requests[ri].Err = c.d.guard.hit(k)
+				return drop(history.DropError, clients.Input{Kind: clients.InCallTimeout}) // a limit fails the call at once
 			}
 			in := clients.Input{Kind: clients.InStreamEnd, Cursor: int(c.reached), HasID: c.hasID && !c.d.noResume,
 				RetryHint: hint, NoResume: c.d.noResume}
@@ -578,44 +653,23 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 		}
 		if ev.HasRetry {
 			hint = ev.Retry
+			if ev.RetryClamped {
+				c.d.guard.hintsClamped.Add(1)
+			}
 		}
-		idx := int32(-1)
-		attempt := c.attempt
+		if c.events++; c.events > int32(c.d.guard.lim.EventsPerCall) {
+			end()
+			c.hist.Requests[ri].Err = c.d.guard.hit(limEvents)
+			return drop(history.DropError, clients.Input{Kind: clients.InCallTimeout}) // a limit fails the call at once
+		}
+		idx, attempt, p := c.event(ev, ri)
+		if kind := c.protocolError(p); kind != "" {
+			end()
+			c.hist.Requests[ri].Err = kind
+			c.d.guard.protocol(kind)
+			return drop(history.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
+		}
 		own := c.prog != nil
-		if ev.HasID && (own || c.d.opaqueIDs) {
-			// A server the user brings: the index comes from its progress
-			// notifications alone, whatever its ids look like.
-			if ev.ID != "" {
-				c.lastID, c.hasID = ev.ID, true
-			}
-		} else if ev.HasID {
-			if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
-				if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
-					c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
-				}
-			}
-		}
-		if ev.HasID && c.d.iso != nil {
-			c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
-		}
-		var p parsed
-		if ev.HasData && ev.Data != "" {
-			p = parseData(ev.Data, c.e)
-			if p.index >= 0 {
-				idx = p.index
-			}
-			if cl, k, a, ok := history.ParseToken(p.token); ok && cl == c.id && k == c.seq {
-				attempt = a
-			}
-			switch {
-			case own && p.isProg:
-				idx = c.prog.index(p.progress, attempt)
-				c.grow(idx + 1)
-			case own && p.result:
-				idx = c.prog.result(c.d.ownLength(c.e))
-				c.grow(idx)
-			}
-		}
 		if idx >= 0 {
 			rc := history.Receipt{Client: c.id, Seq: c.seq, Attempt: attempt, Index: idx, T: c.now(), Req: int32(ri)}
 			if own && ev.HasID {
@@ -635,4 +689,50 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			return drop(history.DropError, clients.Input{Kind: clients.InStreamEnd, RPCError: true, Cursor: int(c.reached), HasID: c.hasID})
 		}
 	}
+}
+
+// event reads one event of a call's stream (request ri): the index it
+// delivers (-1 none), the attempt it belongs to, and its message.
+func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
+	idx := int32(-1)
+	attempt := c.attempt
+	own := c.prog != nil
+	if ev.HasID && (own || c.d.opaqueIDs) {
+		// A server the user brings: the index comes from its progress
+		// notifications alone, whatever its ids look like.
+		if ev.ID != "" {
+			c.lastID, c.hasID = ev.ID, true
+		}
+	} else if ev.HasID {
+		if i := strings.LastIndexByte(ev.ID, '_'); i > 0 {
+			if n, err := strconv.Atoi(ev.ID[i+1:]); err == nil {
+				c.stream, c.hasID, idx = ev.ID[:i], true, int32(n)
+			}
+		}
+	}
+	if ev.HasID && c.d.iso != nil {
+		c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
+	}
+	var p parsed
+	if !ev.HasData || ev.Data == "" {
+		return idx, attempt, p
+	}
+	p = parseData(ev.Data, c.e)
+	if p.index >= 0 {
+		idx = p.index
+	}
+	if cl, k, a, ok := history.ParseToken(p.token); ok && cl == c.id && k == c.seq {
+		attempt = a
+	}
+	switch {
+	case p.invalid || ((p.result || p.rpcErr) && answers(p, c.id, c.seq) != ""):
+		// A protocol error: the caller ends the stream on it.
+	case own && p.isProg:
+		idx = c.prog.index(p.progress, attempt)
+		c.grow(idx + 1)
+	case own && p.result:
+		idx = c.prog.result(c.d.ownLength(c.e))
+		c.grow(idx)
+	}
+	return idx, attempt, p
 }

@@ -206,8 +206,8 @@ func (w *hostWatch) addProduced(h *history.History, skip func(at int64) bool) {
 	}
 }
 
-// verdict is the host block of the run.
-func (w *hostWatch) verdict() *report.Host {
+// verdict is the host block of the run, whose clients sent requests.
+func (w *hostWatch) verdict(requests int) *report.Host {
 	wall := time.Since(w.start)
 	h := &report.Host{
 		Verdict: "ok", TimerLatenessMS: w.timers.summary(), ProducerLatenessMS: w.producer.summary(),
@@ -216,6 +216,7 @@ func (w *hostWatch) verdict() *report.Host {
 	}
 	if wall > 0 {
 		h.LoadgenCPUCores = round3(float64(processCPU()-w.cpu0) / float64(wall))
+		h.LoadgenRequestsPerS = round3(float64(requests) / wall.Seconds())
 	}
 	h.BoundsMS.TimerP99 = float64(BoundTimerP99) / 1e6
 	h.BoundsMS.ProducerP99 = float64(BoundProducerP99) / 1e6

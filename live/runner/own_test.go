@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,29 +23,9 @@ import (
 	"github.com/stormsim/stormsim/scenario"
 )
 
-var (
-	ownBinOnce sync.Once
-	ownBinPath string
-	ownBinErr  error
-)
-
 // ownServerBin builds examples/byo-server once per test binary, beside
 // the stormsim binary, in the folder TestMain removes at the end.
-func ownServerBin(t *testing.T) string {
-	t.Helper()
-	ownBinOnce.Do(func() {
-		ownBinPath = filepath.Join(testbin.Dir(), "byo-server")
-		build := exec.Command("go", "build", "-o", ownBinPath, "./examples/byo-server")
-		build.Dir = "../.."
-		if out, err := build.CombinedOutput(); err != nil {
-			ownBinErr = fmt.Errorf("building byo-server: %v\n%s", err, out)
-		}
-	})
-	if ownBinErr != nil {
-		t.Fatal(ownBinErr)
-	}
-	return ownBinPath
-}
+func ownServerBin(t *testing.T) string { return testbin.Build(t, "../..", "./examples/byo-server") }
 
 // processesRunning lists the live processes whose executable is exe, or
 // whose command line mentions marker when it is not empty.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,28 +70,8 @@ func TestIsolationShippedServers(t *testing.T) {
 	}
 }
 
-var (
-	leakyOnce sync.Once
-	leakyPath string
-	leakyErr  error
-)
-
 // leakyServerBin builds examples/leaky-server once per test binary.
-func leakyServerBin(t *testing.T) string {
-	t.Helper()
-	leakyOnce.Do(func() {
-		leakyPath = filepath.Join(testbin.Dir(), "leaky-server")
-		build := exec.Command("go", "build", "-o", leakyPath, "./examples/leaky-server")
-		build.Dir = "../.."
-		if out, err := build.CombinedOutput(); err != nil {
-			leakyErr = errors.New("building leaky-server: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if leakyErr != nil {
-		t.Fatal(leakyErr)
-	}
-	return leakyPath
-}
+func leakyServerBin(t *testing.T) string { return testbin.Build(t, "../..", "./examples/leaky-server") }
 
 // TestIsolationLeakyServer is acceptance 2: stormsim run of leaky-example,
 // examples/leaky-server brought as [server] command, exits 99 on

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -21,32 +22,48 @@ import (
 // index is one past the highest index any progress value reached, or the
 // length the tool's arguments asked for, whichever is larger.
 //
+// An index value is bounded by what was received: it can be at most the
+// length the call asked for plus the notifications received in it, so a
+// value of 2,000,000,000 cannot make a call that long (and the judging of
+// it endless); a value over the bound is clamped to it and counted in
+// absurd.
+//
 // Only the goroutine that owns the call uses it.
 type progressIndex struct {
 	mode   string
 	byVal  map[float64]int32
 	next   map[int32]int32 // opaque: the next index of each attempt
 	maxIdx int32           // the highest index given out in the call
+	asked  int32           // the length the call's arguments asked for
+	seen   int32           // notifications received in the call
+	absurd *atomic.Int64   // index values over the bound; nil: not counted
 }
 
 func newProgressIndex(mode string) *progressIndex {
 	return &progressIndex{mode: mode, byVal: map[float64]int32{}, next: map[int32]int32{}}
 }
 
-// reset starts a new call.
-func (p *progressIndex) reset() {
+// reset starts a new call, whose arguments asked for asked events.
+func (p *progressIndex) reset(asked int32) {
 	clear(p.byVal)
 	clear(p.next)
-	p.maxIdx = 0
+	p.maxIdx, p.asked, p.seen = 0, asked, 0
 }
 
 // index is the logical index of a progress notification with value v on
 // attempt a.
 func (p *progressIndex) index(v float64, a int32) int32 {
 	var idx int32
+	p.seen = min(p.seen+1, math.MaxInt32/2)
 	switch p.mode {
 	case scenario.ProgressIndex:
-		idx = int32(math.Round(v))
+		idx = int32(max(min(math.Round(v), math.MaxInt32), math.MinInt32))
+		if bound := p.asked + p.seen; idx > bound {
+			idx = bound
+			if p.absurd != nil {
+				p.absurd.Add(1)
+			}
+		}
 	case scenario.ProgressOpaque:
 		p.next[a]++
 		idx = p.next[a]

@@ -36,13 +36,15 @@ func TestProgressIndex(t *testing.T) {
 		{"unknown length", scenario.ProgressIncreasing, []note{{10, 0}, {20, 0}}, 1, []int32{1, 2}, 3},
 		// the value is the index
 		{"index", scenario.ProgressIndex, []note{{1, 0}, {2, 0}, {2, 0}, {3, 0}}, 4, []int32{1, 2, 2, 3}, 4},
+		// an absurd index is clamped to what was asked plus what was received
+		{"absurd index", scenario.ProgressIndex, []note{{1, 0}, {2e9, 0}, {3, 0}}, 4, []int32{1, 6, 3}, 7},
 		// every notification is the attempt's next event
 		{"opaque", scenario.ProgressOpaque, []note{{0, 0}, {0, 0}, {0, 1}}, 4, []int32{1, 2, 1}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProgressIndex(tc.mode)
 			p.index(99, 0) // a previous call's value, forgotten by reset
-			p.reset()
+			p.reset(tc.e)
 			var got []int32
 			for _, n := range tc.notes {
 				got = append(got, p.index(n.v, n.attempt))

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -173,6 +174,8 @@ type designRun struct {
 	resultOnly int32
 	host       *hostWatch // the run's lateness
 	iso        *isolation // the isolation probes; nil when off
+	target     *url.URL   // endpoint, parsed: the origin no redirect leaves
+	guard      *guard     // what the clients refused from the server
 }
 
 func (d *designRun) now() int64 { return int64(time.Since(d.t0)) }
@@ -247,7 +250,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		return nil, err
 	}
 	r := scenario.Header(sc, "live")
-	r.Host = opts.host.verdict()
+	requests := 0
+	for _, o := range outs {
+		requests += len(o.h.Requests)
+	}
+	r.Host = opts.host.verdict(requests)
 	hooked := hookedKinds(designs)
 	for i := range r.Faults {
 		if slices.Contains(hooked, r.Faults[i].Kind) {
@@ -295,6 +302,22 @@ type designOut struct {
 	tool    string    // an own server's tool
 }
 
+// newDesignRun is the shared state of design d's run against endpoint,
+// over transport tr.
+func newDesignRun(sc *scenario.Scenario, d *scenario.Design, endpoint string, tr http.RoundTripper, opts *Options) (*designRun, error) {
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("live: design %s: endpoint %q: %w", d.Name, endpoint, err)
+	}
+	return &designRun{
+		// The native clients and the probes follow no redirect by
+		// themselves: guard.follow decides.
+		sc: sc, d: d, endpoint: endpoint, target: target, guard: &guard{lim: sc.Limits},
+		http:       &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: protocol.CapsOf(d.Era, d.Sessions, d.Events).NoResume, own: d.Own, host: opts.host,
+	}, nil
+}
+
 // runDesign brings up the design's topology, storms it, tears it down and
 // judges the history.
 func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (designOut, error) {
@@ -335,9 +358,9 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	}
 	defer tr.CloseIdleConnections()
 	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
-	dr := &designRun{
-		sc: sc, d: d, endpoint: endpoint, http: &http.Client{Transport: tr},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: caps.NoResume, own: own, host: opts.host,
+	dr, err := newDesignRun(sc, d, endpoint, tr, opts)
+	if err != nil {
+		return designOut{}, err
 	}
 	if d.Server == topology.ServerTSSDK {
 		dr.opaqueIDs, dr.resultOnly = true, 1
@@ -791,6 +814,10 @@ func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *hi
 			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
 		}
 		row.Notes = append(row.Notes, in.hookNotes...)
+	}
+	row.Notes = append(row.Notes, dr.guard.notes()...)
+	if n := failedCauses(h); n != "" {
+		row.Notes = append(row.Notes, n)
 	}
 	dr.iso.fill(&row)
 	if len(in.neverReady) > 0 {

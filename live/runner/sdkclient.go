@@ -71,8 +71,11 @@ type sdkClient struct {
 	progs     map[int32]*progressIndex
 	results   []sdkResult
 	awayUntil int64
-	sealed    bool // the history was handed over: record nothing more
-	renewing  bool // the session being connected replaces one after a failed call
+	sealed    bool               // the history was handed over: record nothing more
+	renewing  bool               // the session being connected replaces one after a failed call
+	events    int32              // notifications the current call received
+	overLimit string             // the cause, once the current call went over limits.events_per_call
+	stopCall  context.CancelFunc // ends the current call (the limit); nil outside one
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
@@ -137,9 +140,13 @@ func (c *sdkClient) begin(seq, n int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq, c.e, c.reached, c.streams, c.cur = seq, n, -1, nil, -1
+	c.events, c.overLimit = 0, ""
 	c.hist.Calls = append(c.hist.Calls, history.Call{Client: c.id, Seq: seq, E: c.d.ownLength(n), Start: c.now(), End: -1})
 	if c.progs != nil {
-		c.progs[seq] = newProgressIndex(c.d.own.Tool.Progress)
+		p := newProgressIndex(c.d.own.Tool.Progress)
+		p.reset(c.d.ownLength(n))
+		p.absurd = &c.d.guard.absurdProgress
+		c.progs[seq] = p
 		delete(c.progs, seq-2) // its notifications are long over
 	}
 }
@@ -159,6 +166,11 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		callCtx, cancel = context.WithDeadline(ctx, c.d.t0.Add(time.Duration(deadline)))
 		defer cancel()
 	}
+	callCtx, stop := context.WithCancel(callCtx) // limitEvents ends the call
+	defer stop()
+	c.mu.Lock()
+	c.stopCall = stop
+	c.mu.Unlock()
 	var err error
 	renew := c.renewAt >= 0 && c.now() >= c.renewAt
 	if renew {
@@ -171,7 +183,8 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 		c.session = nil
 	}
 	if c.session == nil {
-		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c},
+		tr := &mcp.StreamableClientTransport{Endpoint: c.d.endpoint, HTTPClient: &http.Client{Transport: c, CheckRedirect: c.d.guard.checkRedirect},
+			MaxEventSize: c.d.guard.lim.EventBytes,
 			// stormsim's calls need no server-initiated messages, and the
 			// model's clients open no standalone stream.
 			DisableStandaloneSSE: true}
@@ -228,6 +241,11 @@ func (c *sdkClient) call(ctx context.Context, seq, n int32) bool {
 	if err != nil {
 		msg = err.Error()
 	}
+	c.mu.Lock()
+	if c.stopCall = nil; c.overLimit != "" {
+		msg = c.overLimit
+	}
+	c.mu.Unlock()
 	c.settle(c.now(), outcome, cause, msg)
 	return outcome == clients.Completed
 }
@@ -349,7 +367,9 @@ func (c *sdkClient) progress(_ context.Context, req *mcp.ProgressNotificationCli
 	if !ok || cl != c.id {
 		return
 	}
-	c.receive(seq, att, req.Params.Progress)
+	if c.limitEvents(seq) {
+		c.receive(seq, att, req.Params.Progress)
+	}
 }
 
 // receive records a progress notification of call seq (attempt att) as the
@@ -376,6 +396,23 @@ func (c *sdkClient) receive(seq, att int32, progress float64) {
 	if seq == c.seq {
 		c.reached = max(c.reached, idx)
 	}
+}
+
+// limitEvents counts a notification of call seq against
+// limits.events_per_call; false once the call is over it, which ends the
+// call. c.mu is held.
+func (c *sdkClient) limitEvents(seq int32) bool {
+	if seq != c.seq {
+		return true
+	}
+	if c.events++; c.events <= int32(c.d.guard.lim.EventsPerCall) {
+		return true
+	}
+	if c.overLimit == "" && c.stopCall != nil {
+		c.overLimit = c.d.guard.hit(limEvents)
+		c.stopCall()
+	}
+	return false
 }
 
 // cut drops the open stream, as a native client's cut does: the SDK sees
@@ -463,6 +500,12 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Status = resp.StatusCode
 	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
 		r.Replica = n
+	}
+	if err := c.d.guard.limitResponse(kind == clients.ReqInitialize, resp); err != nil {
+		resp.Body.Close()
+		cancel()
+		r.Closed, r.Err = r.Answered, err.Error()
+		return nil, err
 	}
 	if kind == clients.ReqInitialize {
 		r.SessionID = resp.Header.Get("Mcp-Session-Id")

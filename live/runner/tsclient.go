@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -189,16 +191,32 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such client", http.StatusNotFound)
 		return
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.d.endpoint, r.Body)
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20)) // the SDK's own request
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		panic(http.ErrAbortHandler)
 	}
-	out.Header = r.Header.Clone()
-	out.ContentLength = r.ContentLength
-	resp, err := c.RoundTrip(out)
+	// The proxy follows the redirects within the origin itself, each hop
+	// a request of the history, and refuses the others: Node never sees
+	// a Location to follow.
+	resp, refused, err := p.d.guard.follow(p.d.target, func(u *url.URL) (*http.Response, error) {
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		out.Header = r.Header.Clone()
+		out.Header.Del("Accept-Encoding") // a body Node would decompress without a limit
+		return c.RoundTrip(out)
+	}, nil)
 	if err != nil {
 		panic(http.ErrAbortHandler) // the SDK sees a network error
+	}
+	if refused == nil && resp.Header.Get("Content-Encoding") != "" && resp.Header.Get("Content-Encoding") != "identity" {
+		refused = errors.New(p.d.guard.hit(limBody) + ": a compressed body, which Node would decompress without a limit")
+	}
+	if refused != nil {
+		drain(resp)
+		http.Error(w, refused.Error(), http.StatusBadGateway)
+		return
 	}
 	defer resp.Body.Close()
 	for k, v := range resp.Header {

@@ -1,8 +1,9 @@
 // Package sse parses a text/event-stream as the HTML Living Standard
 // describes it: lines end in CRLF, LF or CR; "data" lines join with "\n";
 // "id" sets the last event id (ignored when it holds NUL); "retry" sets the
-// reconnection time when it is all ASCII digits; lines starting with ":"
-// are comments; a blank line dispatches the event.
+// reconnection time when it is all ASCII digits, clamped to MaxRetry (see
+// ParseRetry); lines starting with ":" are comments; a blank line
+// dispatches the event.
 //
 // Unlike a browser, Next also returns an event that carries only an id: for
 // MCP resumption the id is what matters (a priming event may have no data).
@@ -19,8 +20,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -34,6 +35,36 @@ type Event struct {
 	HasData  bool          // at least one data line
 	Retry    time.Duration // the reconnection time, when HasRetry
 	HasRetry bool
+	// RetryClamped: the server's retry value was above MaxRetry and Retry
+	// is MaxRetry.
+	RetryClamped bool
+}
+
+// MaxRetry is the longest reconnection time a server's hint can ask for,
+// as a "retry" field or a Retry-After header: a longer one is clamped to
+// it. Ten minutes is longer than any client profile's backoff, so a real
+// hint is kept, while a huge or overflowing one cannot stall a call for
+// years or wrap around to a negative (or tiny) delay.
+const MaxRetry = 10 * time.Minute
+
+// ParseRetry reads a server's retry hint: value is ASCII digits counting
+// units (time.Millisecond for an SSE "retry" field, time.Second for a
+// Retry-After header). It never overflows: a value above MaxRetry, however
+// many digits it has, gives MaxRetry and clamped true. ok is false when
+// value is not all digits.
+func ParseRetry(value string, unit time.Duration) (d time.Duration, clamped, ok bool) {
+	if value == "" || !isDigits(value) {
+		return 0, false, false
+	}
+	limit := uint64(MaxRetry / unit)
+	var n uint64
+	for i := 0; i < len(value); i++ {
+		n = n*10 + uint64(value[i]-'0')
+		if n > limit {
+			return MaxRetry, true, true
+		}
+	}
+	return time.Duration(n) * unit, false, true
 }
 
 // Reader reads events from a stream. It is not safe for concurrent use.
@@ -41,16 +72,35 @@ type Reader struct {
 	br       *bufio.Reader
 	lastID   string
 	started  bool
-	maxLine  int
+	lim      Limits
 	pendingR bool // the previous line ended in CR: skip an LF that follows
 }
 
-// ErrLineTooLong is returned for a line over the reader's limit.
-var ErrLineTooLong = errors.New("sse: line too long")
+// Limits bound what a Reader holds, whatever the stream sends: the reader
+// fails with ErrLineTooLong, ErrEventTooLarge or ErrIDTooLong (wrapped,
+// with the limit) rather than buffer more. A zero field is no limit.
+type Limits struct {
+	Line  int // bytes of one line
+	Event int // bytes of one event's data, its lines joined
+	ID    int // bytes of an event id
+}
 
-// NewReader reads from r; lines may be up to 4 MiB.
+// Errors for a stream over the reader's limits.
+var (
+	ErrLineTooLong   = errors.New("sse: line too long")
+	ErrEventTooLarge = errors.New("sse: event too large")
+	ErrIDTooLong     = errors.New("sse: event id too long")
+)
+
+// NewReader reads from r; lines may be up to 4 MiB, events and ids any
+// size up to that.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), maxLine: 4 << 20}
+	return NewReaderLimits(r, Limits{Line: 4 << 20})
+}
+
+// NewReaderLimits reads from r within lim.
+func NewReaderLimits(r io.Reader, lim Limits) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim}
 }
 
 // LastID is the last event id seen so far.
@@ -80,8 +130,8 @@ func (r *Reader) line() (string, error) {
 			r.pendingR = true
 			return buf.String(), nil
 		}
-		if buf.Len() >= r.maxLine {
-			return "", ErrLineTooLong
+		if r.lim.Line > 0 && buf.Len() >= r.lim.Line {
+			return "", fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.lim.Line)
 		}
 		buf.WriteByte(b)
 	}
@@ -130,18 +180,24 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch field {
 		case "data":
+			if r.lim.Event > 0 && data.Len()+len(value) > r.lim.Event {
+				return Event{}, fmt.Errorf("%w: over %d bytes", ErrEventTooLarge, r.lim.Event)
+			}
 			data.WriteString(value)
 			data.WriteByte('\n')
 			ev.HasData = true
 		case "event":
 			ev.Type = value
 		case "id":
+			if r.lim.ID > 0 && len(value) > r.lim.ID {
+				return Event{}, fmt.Errorf("%w: over %d bytes", ErrIDTooLong, r.lim.ID)
+			}
 			if !strings.ContainsRune(value, 0) {
 				r.lastID, ev.HasID = value, true
 			}
 		case "retry":
-			if n, err := strconv.ParseUint(value, 10, 63); err == nil && value != "" && isDigits(value) {
-				ev.Retry, ev.HasRetry = time.Duration(n)*time.Millisecond, true
+			if d, clamped, ok := ParseRetry(value, time.Millisecond); ok {
+				ev.Retry, ev.HasRetry, ev.RetryClamped = d, true, clamped
 			}
 		}
 	}

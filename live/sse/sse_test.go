@@ -45,6 +45,11 @@ func TestParse(t *testing.T) {
 		// retry in ms; a non-numeric retry is ignored; an id-only event is returned.
 		{"retry", "retry: 1500\n\nretry: 1s\nid: k\n\n",
 			[]Event{{Retry: 1500 * time.Millisecond, HasRetry: true}, {ID: "k", HasID: true}}},
+		// A retry above MaxRetry is clamped, however many digits: one that
+		// wraps time.Duration around, one past uint64, one just within.
+		{"huge retry", "retry: 9223372036855\n\nretry: 184467440737095516170\n\nretry: 600000\n\n",
+			[]Event{{Retry: MaxRetry, HasRetry: true, RetryClamped: true}, {Retry: MaxRetry, HasRetry: true, RetryClamped: true},
+				{Retry: MaxRetry, HasRetry: true}}},
 		// The last id carries over to later events; an id with NUL is ignored.
 		{"last id", "id: a\ndata: 1\n\ndata: 2\n\nid: b\x00c\ndata: 3\n\n",
 			[]Event{{ID: "a", HasID: true, Data: "1", HasData: true}, {ID: "a", Data: "2", HasData: true}, {ID: "a", Data: "3", HasData: true}}},
@@ -56,6 +61,63 @@ func TestParse(t *testing.T) {
 	for _, c := range cases {
 		if diff := cmp.Diff(c.want, readAll(t, c.in)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
+// TestLimits: a stream over a limit fails with the limit's error, never
+// buffering more; within the limits it reads as without them.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	lim := Limits{Line: 16, Event: 20, ID: 8}
+	cases := []struct {
+		name, in string
+		want     error
+	}{
+		{"within", "id: 12345678\ndata: 0123456789\ndata: 012345678\n\n", io.EOF},    // 10 + 9 bytes of data, an 8-byte id
+		{"line", "data: 0123456789abcdef\n\n", ErrLineTooLong},                       // one line of 22 bytes
+		{"event", "data: 0123456789\ndata: 0123456789\ndata: x\n", ErrEventTooLarge}, // short lines, no blank line: 21 bytes of data
+		{"id", "id: 123456789\ndata: x\n\n", ErrIDTooLong},                           // a 9-byte id
+		{"endless", strings.Repeat("data: 0123456789\n", 1000), ErrEventTooLarge},    // an event that never ends
+	}
+	for _, c := range cases {
+		r := NewReaderLimits(strings.NewReader(c.in), lim)
+		var err error
+		for err == nil {
+			_, err = r.Next()
+		}
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// TestParseRetry: hints in ms and in s, within MaxRetry, above it, and not
+// numbers at all.
+func TestParseRetry(t *testing.T) {
+	t.Parallel()
+	type got struct {
+		D           time.Duration
+		Clamped, OK bool
+	}
+	cases := []struct {
+		value string
+		unit  time.Duration
+		want  got
+	}{
+		{"1500", time.Millisecond, got{1500 * time.Millisecond, false, true}}, // an ordinary retry field
+		{"0", time.Millisecond, got{0, false, true}},                          // zero is a hint of no wait
+		{"600", time.Second, got{MaxRetry, false, true}},                      // a Retry-After of exactly MaxRetry
+		{"601", time.Second, got{MaxRetry, true, true}},                       // one second over
+		{"99999999999999999999999", time.Second, got{MaxRetry, true, true}},   // past uint64
+		{"9223372036855", time.Millisecond, got{MaxRetry, true, true}},        // would wrap time.Duration
+		{"-5", time.Second, got{0, false, false}},                             // not digits
+		{"", time.Second, got{0, false, false}},                               // empty
+	}
+	for _, c := range cases {
+		d, cl, ok := ParseRetry(c.value, c.unit)
+		if diff := cmp.Diff(c.want, got{d, cl, ok}); diff != "" {
+			t.Errorf("ParseRetry(%q, %v) (-want +got):\n%s", c.value, c.unit, diff)
 		}
 	}
 }
@@ -72,6 +134,9 @@ func FuzzSSEParser(f *testing.F) {
 			ev, err := r.Next()
 			if err != nil {
 				break
+			}
+			if ev.HasRetry && (ev.Retry < 0 || ev.Retry > MaxRetry) {
+				t.Fatalf("retry %v outside 0..%v", ev.Retry, MaxRetry)
 			}
 			if strings.ContainsAny(ev.Data, "\r") && !strings.Contains(raw, "\r") {
 				t.Fatalf("data %q has a CR the input did not", ev.Data)

@@ -7,9 +7,11 @@
 package testbin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stormsim/stormsim/live/internal/tmpdir"
@@ -46,3 +48,42 @@ func Main(m *testing.M, root string, bin *string) {
 // Dir is the temporary folder Main made: what a test builds there for
 // the whole test binary (another server, say) is removed with it.
 func Dir() string { return dir }
+
+var (
+	builtMu sync.Mutex
+	built   = map[string]*builtBin{}
+)
+
+// builtBin is one program Build made, or why it could not.
+type builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build builds the main package pkg (a path like ./examples/leaky-server,
+// from the module root root) once per test binary into Dir(), and returns
+// the program's path; a build failure fails the test with the compiler's
+// output. Tests may call it concurrently.
+func Build(t testing.TB, root, pkg string) string {
+	t.Helper()
+	builtMu.Lock()
+	b := built[pkg]
+	if b == nil {
+		b = &builtBin{}
+		built[pkg] = b
+	}
+	builtMu.Unlock()
+	b.once.Do(func() {
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		build := exec.Command("go", "build", "-o", b.path, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}

@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/live/internal/testbin"
+	"github.com/stormsim/stormsim/report"
+)
+
+// hostileBin builds testdata/hostile once per test binary.
+func hostileBin(t *testing.T) string { return testbin.Build(t, ".", "./testdata/hostile") }
+
+// startHostile starts testdata/hostile, the program exe, in mode on
+// loopback and returns its endpoint and how to stop it.
+func startHostile(exe, mode, other string) (string, func(), error) {
+	cmd := exec.Command(exe, "-listen", "127.0.0.1:0", "-mode", mode, "-other", other)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	kill := func() { cmd.Process.Kill(); cmd.Wait() } //nolint:errcheck // killed on purpose
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		kill()
+		return "", nil, fmt.Errorf("hostile %s: %q, %v", mode, line, err)
+	}
+	return "http://" + addr + "/mcp", kill, nil
+}
+
+// otherHost listens on 127.0.0.2, another host than the target's, and
+// counts every request that reaches it.
+func otherHost() (string, *atomic.Int64, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("127.0.0.2 is needed as another host on loopback: %w", err)
+	}
+	n := new(atomic.Int64)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Error(w, "the other host", http.StatusTeapot)
+	})}
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	return "http://" + ln.Addr().String() + "/mcp", n, func() { srv.Close() }, nil
+}
+
+// hostileCase is one mode of testdata/hostile and what a run against it
+// must show.
+type hostileCase struct {
+	mode string
+	code int    // the exit code: 99 when calls failed (calls_failed_max = 0)
+	note string // a note of the design names the cause
+	// check, if set, looks at the design's totals.
+	check func(t *testing.T, d *report.Design)
+}
+
+// noneCompleted: a result the server sent with the wrong id answers nothing.
+func noneCompleted(t *testing.T, d *report.Design) {
+	if d.Totals.CallsCompleted != 0 || d.Totals.Calls == 0 {
+		t.Errorf("%d of %d calls counted completed: want 0 of some", d.Totals.CallsCompleted, d.Totals.Calls)
+	}
+}
+
+// fewResumes: a retry hint that overflows cannot make the native clients
+// resume faster than their backoff allows: the hint, clamped to 10
+// minutes, outlasts the call, so at most one resume per call.
+func fewResumes(t *testing.T, d *report.Design) {
+	if d.Totals.Resumes > d.Totals.Calls {
+		t.Errorf("%d resumes for %d calls: want at most one per call", d.Totals.Resumes, d.Totals.Calls)
+	}
+}
+
+// sdkResumes: the go-sdk clients resume by the SDK's own backoff, at most
+// its 5 retries after the first stream of each call, whatever the hint.
+func sdkResumes(t *testing.T, d *report.Design) {
+	if d.Totals.Resumes > 6*d.Totals.Calls {
+		t.Errorf("%d resumes for %d calls: want at most 6 per call", d.Totals.Resumes, d.Totals.Calls)
+	}
+}
+
+// hostileModes are the modes of testdata/hostile with what a run against
+// each must show, with native and with go-sdk clients; severe ones run in
+// make test, the others in make test-long (TestHostileLong). The native
+// clients' notes name the protocol error or limit; a go-sdk client's own
+// error is in the top causes of failed calls.
+var hostileModes = []struct {
+	severe bool
+	cases  [2]hostileCase
+	sets   []string
+}{
+	{true, [2]hostileCase{
+		{"wrong-id", 99, "responses with the id of another request (wrong id)", noneCompleted},
+		{"wrong-id", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
+		{"redirect-cross", 99, "redirect to another origin", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"retry-overflow", 99, "each was clamped to 10m0s", fewResumes},
+		{"retry-overflow", 99, "failed calls, top causes", sdkResumes}}, nil},
+	{true, [2]hostileCase{
+		{"huge-event", 99, "limits.event_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-event", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"endless", 99, "limits.events_per_call = 1000 was exceeded", noneCompleted},
+		// The SDK hands notifications over slower than the server sends
+		// them: the call timeout may end the call first.
+		{"endless", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{true, [2]hostileCase{
+		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
+		{"unsolicited", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"invalid-json", 99, "messages that are not valid JSON", noneCompleted},
+		{"invalid-json", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"redirect-same", 0, "hops within the origin were followed", nil},
+		{"redirect-same", 0, "hops within the origin were followed", nil}}, nil},
+	{false, [2]hostileCase{
+		{"huge-line", 99, "limits.line_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-line", 99, "failed calls, top causes", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"huge-id", 99, "limits.id_bytes = 1024 was exceeded", noneCompleted},
+		{"huge-id", 0, "", nil}}, nil}, // the go-sdk client keeps only the last id, and the events are within MaxEventSize
+	{false, [2]hostileCase{
+		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted},
+		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted}}, nil},
+	{false, [2]hostileCase{
+		{"index-2e9", 0, "pointed past the call's asked length", nil},
+		{"index-2e9", 0, "pointed past the call's asked length", nil}}, []string{`server.tool.progress="index"`}},
+}
+
+// TestHostile runs the built stormsim, as a child process, against each of
+// the six most severe modes of testdata/hostile with native and go-sdk
+// clients, the twelve runs at once (they mostly wait): each run ends within
+// duration + drain + 10 s, its peak RSS stays under 512 MiB, it exits as
+// the mode says, a note names the cause, and no request reaches another
+// host. A saturated host still gives a verdict (--no-saturation-check):
+// what is judged here does not depend on timing.
+func TestHostile(t *testing.T) {
+	t.Parallel()
+	testHostile(t, true)
+}
+
+// TestHostileLong is TestHostile for the other modes (make test-long).
+func TestHostileLong(t *testing.T) {
+	testHostile(t, false)
+}
+
+func testHostile(t *testing.T, severe bool) {
+	exe := hostileBin(t)
+	type run struct {
+		name string
+		c    hostileCase
+		impl string
+		sets []string
+		r    hostileRun
+	}
+	var runs []*run
+	for _, m := range hostileModes {
+		if m.severe != severe {
+			continue
+		}
+		for i, impl := range []string{"native", "go-sdk"} {
+			runs = append(runs, &run{name: m.cases[i].mode + "/" + impl, c: m.cases[i], impl: impl, sets: m.sets})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.r = runHostile(exe, r.c.mode, r.impl, t.TempDir(), r.sets)
+		}()
+	}
+	wg.Wait()
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) { r.r.judge(t, r.c, r.impl) })
+	}
+}
+
+// hostileRun is what one run of stormsim against testdata/hostile gave.
+type hostileRun struct {
+	err     error // the run could not be made or read
+	code    int
+	took    time.Duration
+	rss     int64 // peak, bytes
+	reached int64 // requests that reached the other host
+	stderr  string
+	d       *report.Design
+	host    *report.Host
+}
+
+// runHostile starts testdata/hostile in mode, and the other host, and
+// runs stormsim against it with impl clients, into out.
+func runHostile(exe, mode, impl, out string, sets []string) (res hostileRun) {
+	other, reached, stop, err := otherHost()
+	if err != nil {
+		return hostileRun{err: err}
+	}
+	defer stop()
+	endpoint, kill, err := startHostile(exe, mode, other)
+	if err != nil {
+		return hostileRun{err: err}
+	}
+	defer kill()
+	profile := "compliant"
+	if impl == "go-sdk" {
+		profile = "go-sdk"
+	}
+	args := []string{"run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts", "--quiet",
+		"--no-saturation-check", "--set", fmt.Sprintf("server.url=%q", endpoint), "--set", "client.impl=" + impl, "--set", "client.profile=" + profile}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(bin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err = cmd.Run()
+	res.took, res.stderr = time.Since(start), stderr.String()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		return hostileRun{err: err}
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.rss = ru.Maxrss * 1024 // KiB on Linux
+	}
+	res.reached = reached.Load()
+	rep, err := report.Read(filepath.Join(out, "hostile", "latest", "report.json"))
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.d, res.host = &rep.Designs[0], rep.Host
+	return res
+}
+
+// judge checks a run against what its mode must show.
+func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
+	if r.err != nil {
+		t.Fatalf("%v\n%s", r.err, r.stderr)
+	}
+	const limit = 4*time.Second + 3*time.Second + 10*time.Second // duration + drain + 10 s
+	if r.took > limit {
+		t.Errorf("the run took %v: want within %v", r.took, limit)
+	}
+	if r.rss == 0 || r.rss >= 512<<20 {
+		t.Errorf("peak RSS of the stormsim process %d MiB: want above 0 and under 512 MiB", r.rss>>20)
+	}
+	if r.code != c.code {
+		t.Errorf("exit %d: want %d\n%s", r.code, c.code, r.stderr)
+	}
+	if r.host == nil || r.host.LoadgenRequestsPerS <= 0 {
+		t.Errorf("host block %+v: want the load generator's request rate", r.host)
+	}
+	if r.reached != 0 {
+		t.Errorf("%d requests reached the other host: want 0", r.reached)
+	}
+	d := r.d
+	if c.note != "" && !strings.Contains(strings.Join(d.Notes, "\n"), c.note) {
+		t.Errorf("no note says %q:\n%s", c.note, strings.Join(d.Notes, "\n"))
+	}
+	if c.check != nil {
+		c.check(t, d)
+	}
+	t.Logf("%s/%s: exit %d in %v, peak RSS %d MiB; calls %d completed %d failed %d, resumes %d", c.mode, impl, r.code, r.took.Round(time.Millisecond),
+		r.rss>>20, d.Totals.Calls, d.Totals.CallsCompleted, d.Totals.CallsFailed, d.Totals.Resumes)
+}
