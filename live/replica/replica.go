@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/live/store"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	DrainLimit      time.Duration
 	OrphanLease     time.Duration
 	DrainClose      string // topology.DrainCloseAuto, Start or Exit
+
+	// Allow is the Host and Origin names the replica answers to; the zero
+	// Allow is loopback alone. Any other gets 403 (DNS rebinding).
+	Allow protocol.Allow
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
@@ -130,6 +135,10 @@ func (s *Server) priming() bool { return s.hasStore() && s.cfg.Era != "2025-06-1
 
 // ServeHTTP implements the Streamable HTTP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, why := s.cfg.Allow.Check(r.Host, r.Header.Get("Origin")); status != 0 {
+		http.Error(w, why, status)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		s.post(w, r)
@@ -159,6 +168,19 @@ type rpcMessage struct {
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method,omitempty"`
 	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// versionOK answers 400 to an MCP-Protocol-Version this replica's era does
+// not speak, and reports whether the request may go on.
+func (s *Server) versionOK(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get("MCP-Protocol-Version")
+	if protocol.VersionSupported(v, s.cfg.Era) {
+		return true
+	}
+	http.Error(w, "unsupported MCP-Protocol-Version "+strconv.Quote(v), http.StatusBadRequest)
+	return false
 }
 
 // sessionOK checks the request's session: it returns the status to answer
@@ -197,7 +219,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = json.Unmarshal(body, &msg)
 	}
-	if err != nil || msg.JSONRPC != "2.0" {
+	kind := protocol.KindOf(msg.ID, msg.Method, msg.Result, msg.Error)
+	if err != nil || msg.JSONRPC != "2.0" || kind == protocol.Invalid {
 		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
 		return
 	}
@@ -205,13 +228,20 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.initialize(w, r, msg)
 		return
 	}
+	if !s.versionOK(w, r) {
+		return
+	}
 	session, status := s.sessionOK(r)
 	if status != 0 {
 		http.Error(w, http.StatusText(status), status)
 		return
 	}
-	if len(msg.ID) == 0 { // a notification, such as notifications/initialized
+	if protocol.Accepted(kind) { // a notification, such as notifications/initialized, or a response
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if result, ok := protocol.Builtin(msg.Method); ok {
+		writeJSON(w, msg.ID, result)
 		return
 	}
 	switch msg.Method {
@@ -225,7 +255,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	case "tools/call":
 		s.toolCall(w, r, msg, session)
 	default:
-		writeError(w, msg.ID, -32601, "method not found: "+msg.Method)
+		writeError(w, msg.ID, protocol.CodeMethodNotFound, "method not found: "+msg.Method)
 	}
 }
 
@@ -287,19 +317,17 @@ type streamArgs struct {
 
 func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage, session string) {
 	var p struct {
-		Name      string     `json:"name"`
-		Arguments streamArgs `json:"arguments"`
-		Meta      struct {
-			ProgressToken any `json:"progressToken"`
-		} `json:"_meta"`
+		Name      string          `json:"name"`
+		Arguments streamArgs      `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name != "stream" {
-		writeError(w, msg.ID, -32602, "unknown tool or bad arguments")
+		writeError(w, msg.ID, protocol.CodeInvalidParams, "unknown tool or bad arguments")
 		return
 	}
 	a := p.Arguments
 	if a.Events < 1 || a.Events > 1_000_000 || a.IntervalMS < 0 || a.Bytes < 0 || a.Bytes > 1<<20 {
-		writeError(w, msg.ID, -32602, "events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
+		writeError(w, msg.ID, protocol.CodeInvalidParams, "events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
 		return
 	}
 	s.mu.Lock()
@@ -315,7 +343,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.mu.Unlock()
 	closing, release, _ := s.claim(session, c.stream) // a new stream: nobody else has it
 	defer release()
-	go s.produce(c, msg.ID, p.Meta.ProgressToken, a)
+	go s.produce(c, msg.ID, p.Meta, a)
 	s.stream(w, r, c, 0, true, closing)
 }
 
@@ -326,8 +354,11 @@ func newStreamID() string {
 }
 
 // produce runs a call: it appends every event to the store, logs it, and
-// hands it to the subscribers. Only the replica's death stops it.
-func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs) {
+// hands it to the subscribers. Only the replica's death stops it. A call
+// whose _meta gave no progress token gets its N−1 events with empty data,
+// as the priming event has, and no progress notification: progress may
+// only name a token the client provided.
+func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 	defer s.running.Done()
 	defer func() {
 		s.mu.Lock()
@@ -335,12 +366,15 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		s.mu.Unlock()
 	}()
 	ctx := s.callsC
-	if token == nil {
-		token = c.stream
+	tokJSON, progress := protocol.ProgressToken(meta)
+	c.token = c.stream
+	if progress {
+		var token any
+		json.Unmarshal(tokJSON, &token)
+		c.token = fmt.Sprint(token)
+		tokJSON, _ = json.Marshal(token)
 	}
-	c.token = fmt.Sprint(token)
 	padJSON, _ := json.Marshal(strings.Repeat("x", a.Bytes))
-	tokJSON, _ := json.Marshal(token)
 	c.logHead = logHead(c)
 	s.countStart(c)
 	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
@@ -360,9 +394,10 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		case <-tick.C:
 		}
 		var data []byte
-		if i < a.Events {
+		switch {
+		case i < a.Events && progress:
 			data = progressData(padJSON, tokJSON, i, a.Events)
-		} else {
+		case i == a.Events:
 			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqID,
 				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
 		}
@@ -616,6 +651,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if !s.versionOK(w, r) {
+		return
+	}
 	session, status := s.sessionOK(r)
 	if status != 0 {
 		http.Error(w, http.StatusText(status), status)
@@ -794,6 +832,9 @@ func parseEventID(id string) (string, int64, error) {
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	if s.stateless() {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !s.versionOK(w, r) {
 		return
 	}
 	session, status := s.sessionOK(r)
