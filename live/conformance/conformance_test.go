@@ -34,6 +34,7 @@ type expected struct {
 	NotApplicable map[string]string            `toml:"not_applicable"`
 	Server        map[string]map[string]string `toml:"server"`
 	Client        map[string]map[string]string `toml:"client"`
+	Passes        map[string][]string          `toml:"passes"`
 }
 
 const expectedFile = "conformance/expected-failures.toml"
@@ -64,6 +65,13 @@ func loadExpected(t *testing.T) expected {
 	for name, m := range e.Client {
 		check("client."+name, m)
 	}
+	for name, l := range e.Passes {
+		for _, sc := range l {
+			if _, ok := e.NotApplicable[sc]; !ok {
+				t.Errorf("%s: passes.%s: %q is not in not_applicable", expectedFile, name, sc)
+			}
+		}
+	}
 	return e
 }
 
@@ -76,6 +84,9 @@ func (e expected) forServer(name string) map[string]string {
 	}
 	for k, v := range e.Server[name] {
 		out[k] = v
+	}
+	for _, k := range e.Passes[name] {
+		delete(out, k)
 	}
 	return out
 }
