@@ -37,8 +37,13 @@ node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/
 # @modelcontextprotocol/conformance 0.1.16, and the npm package node 22.23.3, whose install fetches
 # Node.js 22 from the npm registry: the suite needs Node >= 22, and the ts-sdk flavours keep running
 # on the machine's Node 20), installed by npm ci into conformance/node_modules.
-conformance-deps: ## install the MCP conformance suite and the Node.js 22 it runs on: npm ci in conformance/ (needs npm)
+# It installs again only when the lockfile changes (the stamp file is newer than it), so that make test
+# does not fetch Node.js each time.
+conformance-deps: conformance/node_modules/.installed ## install the MCP conformance suite and the Node.js 22 it runs on: npm ci in conformance/ (needs npm)
+
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund
+	touch $@
 
 # make conformance: the suite's server scenarios against every server stormsim ships and its
 # client scenarios against stormsim client with each client kind; conformance/expected-failures.toml
