@@ -11,7 +11,7 @@ BIN      := bin/stormsim
 MEASURE  := $(GO) run ./internal/measure
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: all build image test-deploy node interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
+.PHONY: all build image test-deploy node conformance-deps conformance interop sim live plan orderings agree agree-live-smoke agree-crash-round-robin agree-long-outage calibrate test test-long lint bench bench-live fuzz nightly baseline clean help
 
 all: build
 
@@ -32,6 +32,24 @@ image: ## build the container image IMAGE (default stormsim:dev) with docker bui
 # the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
 node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/ (needs Node.js 20 and npm)
 	cd node && npm ci --no-audit --no-fund
+
+# make conformance-deps: the official MCP conformance suite (conformance/package.json pins
+# @modelcontextprotocol/conformance 0.1.16, and the npm package node 22.23.3, whose install fetches
+# Node.js 22 from the npm registry: the suite needs Node >= 22, and the ts-sdk flavours keep running
+# on the machine's Node 20), installed by npm ci into conformance/node_modules.
+# It installs again only when the lockfile changes (the stamp file is newer than it), so that make test
+# does not fetch Node.js each time.
+conformance-deps: conformance/node_modules/.installed ## install the MCP conformance suite and the Node.js 22 it runs on: npm ci in conformance/ (needs npm)
+
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund
+	touch $@
+
+# make conformance: the suite's server scenarios against every server stormsim ships and its
+# client scenarios against stormsim client with each client kind; conformance/expected-failures.toml
+# lists what does not apply, with why (docs/own-server.md).
+conformance: node conformance-deps ## the MCP conformance suite against stormsim's servers and clients (live/conformance)
+	$(GO) test -count=1 -timeout 30m -v -run '^TestConformance' ./live/conformance/
 
 sim: build ## run SCENARIO (default deploy-restart) in the simulator: make sim SCENARIO=crash
 	./$(BIN) run $(SCENARIO) --out $(OUT) $(ARGS)
@@ -95,12 +113,15 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # name is anchored, so a test of the same name in another package outside live/ would be skipped
 # by the first stage and run by none: name a new test apart. Every go test has a -timeout of its
 # own (go test's default, 10 minutes a package, is what a loaded machine reaches first).
+# live/conformance's TestConformanceReference runs the MCP conformance suite's server scenarios
+# against the reference replica (one run of the suite, about 10 s); the rest of the suite, every
+# other server and the client scenarios, is in LONG_TESTS (TestConformanceServers, TestConformanceClients).
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 80 s), in the stage outside live/.
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong)$$
+LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
 # go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
 # the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the
@@ -108,7 +129,7 @@ RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEver
 # the other (the CI script's live storms, the CLI, the README's commands, the charts, the simulator).
 LIVE_FIRST := ./live/runner/ ./live/interop/ ./live/topo/ ./live/distributed/
 REST_FIRST := ./examples/ci/ ./cli/ ./internal/doccheck/ ./plots/ ./sim/
-test: lint node ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
+test: lint node conformance-deps ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \
@@ -126,7 +147,7 @@ test: lint node ## lint, then every test, with the race detector on the concurre
 test-deploy: ## check the Kubernetes manifests of deploy/k8s (go vet and go test in the deploy/ module)
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-test-long: ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the agreement check, the threshold sweep over seeds 1-30 and 42, the documented orderings); the nightly workflow runs it
+test-long: node conformance-deps ## the tests beyond make test's budget (LONG_TESTS: the live smoke run, the MCP conformance suite against every server and client, the agreement check, the threshold sweep over seeds 1-30 and 42, the documented orderings); the nightly workflow runs it
 	$(GO) test -count=1 -timeout 60m -run '$(LONG_TESTS)' ./...
 
 lint: ## gofmt and go vet

@@ -52,12 +52,14 @@ func designOf(file, scName, design string, sets []string) (*scenario.Scenario, *
 func serveCmd(ctx context.Context, env *Env, args []string) error {
 	var file, scName, design, addr, redisAddr, logPath string
 	var slot, slots int
-	var set listFlag
+	var set, allowHosts listFlag
 	fs := newFlags(env, "serve", "--scenario S --design D [flags]",
 		"Run one replica of design D of scenario S: MCP Streamable HTTP on /mcp, health on /healthz.\n"+
 			"It prints \"listening on http://ADDR/mcp\" when ready. SIGTERM drains it (the replica refuses new\n"+
 			"work, closes its streams with a retry hint, lets calls finish up to the drain limit) and exits 0;\n"+
-			"SIGKILL is a crash. The production log records every event produced, one JSON line each.")
+			"SIGKILL is a crash. The production log records every event produced, one JSON line each.\n"+
+			"A request whose Host, or Origin when it has one, names neither a loopback name, the --addr host nor an\n"+
+			"--allow-host name gets 403 (DNS rebinding protection).")
 	fs.StringVar(&file, "file", DefaultFile, "scenarios `file`")
 	fs.StringVar(&scName, "scenario", "", "`scenario` whose settings to use")
 	fs.StringVar(&design, "design", "", "`design` to serve")
@@ -65,6 +67,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&redisAddr, "redis-url", "", "Redis `URL` (redis://host:port/db or host:port), for the Redis designs")
 	fs.StringVar(&logPath, "log", "", "production log `file` (none when empty); go-redis's own messages go there too, as {\"go_redis\": …} lines, instead of stderr")
 	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
+	fs.Var(&allowHosts, "allow-host", "a host `name` (or address) clients may reach this replica by, in a Host or Origin header, besides loopback and the --addr host; repeatable; '*' allows any")
 	fs.IntVar(&slot, "slot", 0, "this replica's slot")
 	fs.IntVar(&slots, "slots", 1, "number of slots, for hash-minted session ids")
 	pos, err := parse(fs, args)
@@ -82,11 +85,12 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		return serveSDK(ctx, env, d, addr, redisAddr, logPath)
 	}
 	if d.Server == topology.ServerTSSDK {
-		return serveTS(d, addr, logPath)
+		return serveTS(d, addr, logPath, allowHosts)
 	}
 	cfg := replica.Config{
 		Slot: slot, Slots: slots, HashMint: protocol.HashIDs(d.LB),
 		Sessions: d.Sessions, Events: d.Events, Era: d.Era, Replica: d.Replica,
+		Allow: protocol.NewAllow(append([]string{addr}, allowHosts...)...),
 	}
 	if d.Events == topology.EventsMemory {
 		cfg.Store = store.NewMemory(d.Store.MemoryCapBytes, int64(d.Store.MemoryOverheadBytes))

@@ -15,7 +15,7 @@ import (
 // node/server.mjs (the SDK's StreamableHTTPServerTransport, one per
 // session, each with the SDK's InMemoryEventStore), so the signals the
 // topology sends, SIGTERM and SIGKILL, reach the Node process itself.
-func serveTS(d *scenario.Design, addr, logPath string) error {
+func serveTS(d *scenario.Design, addr, logPath string, allowHosts []string) error {
 	node, script, err := tsdk.Program("server.mjs")
 	if err != nil {
 		return fmt.Errorf("serve: design %s has server = %q: %w", d.Name, topology.ServerTSSDK, err)
@@ -29,6 +29,9 @@ func serveTS(d *scenario.Design, addr, logPath string) error {
 	}
 	if logPath != "" {
 		argv = append(argv, "--log", logPath)
+	}
+	for _, h := range allowHosts {
+		argv = append(argv, "--allow-host", h)
 	}
 	return syscall.Exec(node, argv, os.Environ())
 }

@@ -5,19 +5,22 @@
 // its own process (it replaces itself with this program), so SIGTERM and
 // SIGKILL reach it as they reach any replica.
 //
-//   node server.mjs --addr 127.0.0.1:0 [--stateless] [--no-events] [--log FILE] [--drain-ms N]
+//   node server.mjs --addr 127.0.0.1:0 [--stateless] [--no-events] [--log FILE] [--drain-ms N] [--allow-host NAME]...
 //
 // It prints "listening on http://ADDR/mcp" when ready, answers /healthz, and
 // writes the production log in the reference replica's format: a start line
 // per call and a line per event produced, each with the call's progress
 // token. Sessions live in this process: a restart loses them, and a request
-// naming one gets the example's 404.
+// naming one gets the example's 404. A request whose Host, or Origin when it
+// has one, names neither a loopback name, the --addr host nor an
+// --allow-host NAME gets 403, as the reference replica answers it
+// (protocol.Allow; --allow-host '*' turns the check off).
 import http from 'node:http';
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, isInitializeRequest, McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 
 const args = process.argv.slice(2);
@@ -31,6 +34,31 @@ const noEvents = args.includes('--no-events');
 const drainMS = Number(opt('--drain-ms', '100'));
 const logPath = opt('--log', '');
 const log = logPath ? fs.openSync(logPath, 'a') : -1;
+
+// The Host and Origin check against DNS rebinding, as protocol.Allow decides
+// it: host names compared without case and without the port.
+const hostname = (h) => {
+  h = h.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(1, h.indexOf(']'));
+  const i = h.lastIndexOf(':');
+  return i >= 0 && h.indexOf(':') === i ? h.slice(0, i) : h;
+};
+const allowNames = args.flatMap((a, i) => (args[i - 1] === '--allow-host' ? [a] : []));
+const allowAny = allowNames.includes('*');
+const allowed = new Set([...allowNames, addr].map(hostname));
+const loopback = (h) => h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+const hostAllowed = (h) => loopback(h) || allowed.has(h);
+function forbidden(req) {
+  if (allowAny) return '';
+  const host = req.headers.host ?? '';
+  if (!hostAllowed(hostname(host))) return `Host ${JSON.stringify(host)} is not one this server answers to`;
+  const origin = req.headers.origin;
+  if (origin === undefined) return '';
+  let o;
+  try { o = new URL(origin); } catch { o = null; }
+  if (!o || !o.host || !hostAllowed(hostname(o.host))) return `Origin ${JSON.stringify(origin)} is not allowed`;
+  return '';
+}
 
 // Wall-clock nanoseconds with the monotonic clock's resolution.
 const base = BigInt(Date.now()) * 1000000n - process.hrtime.bigint();
@@ -62,11 +90,11 @@ function newServer(session) {
     }],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    if (req.params.name !== 'stream') throw new Error(`unknown tool ${req.params.name}`);
+    if (req.params.name !== 'stream') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${req.params.name}`);
     const a = req.params.arguments ?? {};
     const n = a.events, interval = a.interval_ms ?? 0, bytes = a.bytes ?? 0;
     if (!Number.isInteger(n) || n < 0 || n > 1000000 || interval < 0 || bytes < 0 || bytes > 1 << 20) {
-      throw new Error('events must be 0..1000000, interval_ms ≥ 0, bytes 0..1048576');
+      throw new McpError(ErrorCode.InvalidParams, 'events must be 0..1000000, interval_ms ≥ 0, bytes 0..1048576');
     }
     const token = req.params._meta?.progressToken;
     const tok = token === undefined ? '' : String(token);
@@ -153,6 +181,12 @@ const httpServer = http.createServer((req, res) => {
   if (path !== '/mcp') {
     res.writeHead(404);
     res.end();
+    return;
+  }
+  const why = forbidden(req);
+  if (why) {
+    res.writeHead(403, { 'Content-Type': 'text/plain' });
+    res.end(why + '\n');
     return;
   }
   handleMCP(req, res).catch((err) => {

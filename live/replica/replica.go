@@ -56,6 +56,10 @@ type Config struct {
 	// Clock is the time admission reads; time.Now when nil.
 	Clock func() time.Time
 
+	// Allow is the Host and Origin names the replica answers to; the zero
+	// Allow is loopback alone. Any other gets 403 (DNS rebinding).
+	Allow protocol.Allow
+
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
 	// Log is the production log: a JSON line when a call starts ("start":
@@ -142,6 +146,10 @@ func (s *Server) priming() bool { return s.caps.Priming }
 
 // ServeHTTP implements the Streamable HTTP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, why := s.cfg.Allow.Check(r.Host, r.Header.Get("Origin")); status != 0 {
+		http.Error(w, why, status)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		msg, ok := readMessage(w, r)
@@ -228,6 +236,19 @@ type rpcMessage struct {
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method,omitempty"`
 	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// versionOK answers 400 to an MCP-Protocol-Version this replica's era does
+// not speak, and reports whether the request may go on.
+func (s *Server) versionOK(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get("MCP-Protocol-Version")
+	if protocol.VersionSupported(v, s.cfg.Era) {
+		return true
+	}
+	http.Error(w, "unsupported MCP-Protocol-Version "+strconv.Quote(v), http.StatusBadRequest)
+	return false
 }
 
 // checkSession looks up the request's session id (returned) in the
@@ -264,7 +285,7 @@ func readMessage(w http.ResponseWriter, r *http.Request) (rpcMessage, bool) {
 	if err == nil {
 		err = json.Unmarshal(body, &msg)
 	}
-	if err != nil || msg.JSONRPC != "2.0" {
+	if err != nil || msg.JSONRPC != "2.0" || protocol.KindOf(msg.ID, msg.Method, msg.Result, msg.Error) == protocol.MsgInvalid {
 		http.Error(w, "not a JSON-RPC 2.0 message", protocol.Malformed.Status)
 		return msg, false
 	}
@@ -289,6 +310,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 		s.initialize(w, r, msg)
 		return
 	}
+	if !s.versionOK(w, r) {
+		return
+	}
 	kind := postKind(msg)
 	if kind == clients.ReqNone {
 		kind = clients.ReqInitialized // tools/list and the rest: the session check alone
@@ -299,8 +323,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 		s.fail(w, ans)
 		return
 	}
-	if len(msg.ID) == 0 {
-		w.WriteHeader(ans.Status) // 202: a notification has no response
+	if protocol.Accepted(protocol.KindOf(msg.ID, msg.Method, msg.Result, msg.Error)) {
+		w.WriteHeader(ans.Status) // 202: a notification or a response has no answer
+		return
+	}
+	if result, ok := protocol.Builtin(msg.Method); ok {
+		writeJSON(w, msg.ID, result)
 		return
 	}
 	switch msg.Method {
@@ -314,7 +342,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	case "tools/call":
 		s.toolCall(w, r, msg, f)
 	default:
-		writeError(w, msg.ID, -32601, "method not found: "+msg.Method)
+		writeError(w, msg.ID, protocol.CodeMethodNotFound, "method not found: "+msg.Method)
 	}
 }
 
@@ -425,19 +453,17 @@ type streamArgs struct {
 func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage, f *facts) {
 	session := f.session
 	var p struct {
-		Name      string     `json:"name"`
-		Arguments streamArgs `json:"arguments"`
-		Meta      struct {
-			ProgressToken any `json:"progressToken"`
-		} `json:"_meta"`
+		Name      string          `json:"name"`
+		Arguments streamArgs      `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name != "stream" {
-		writeError(w, msg.ID, -32602, "unknown tool or bad arguments")
+		writeError(w, msg.ID, protocol.CodeInvalidParams, "unknown tool or bad arguments")
 		return
 	}
 	a := p.Arguments
 	if a.Events < 1 || a.Events > 1_000_000 || a.IntervalMS < 0 || a.Bytes < 0 || a.Bytes > 1<<20 {
-		writeError(w, msg.ID, -32602, "events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
+		writeError(w, msg.ID, protocol.CodeInvalidParams, "events must be 1..1000000, interval_ms ≥ 0, bytes 0..1048576")
 		return
 	}
 	s.mu.Lock()
@@ -452,7 +478,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 	s.mu.Unlock()
 	closing, release, _ := s.claim(session, c.stream) // a new stream: nobody else has it
 	defer release()
-	go s.produce(c, msg.ID, p.Meta.ProgressToken, a)
+	go s.produce(c, msg.ID, p.Meta, a)
 	s.stream(w, r, c, 0, true, closing)
 }
 
@@ -463,8 +489,11 @@ func newStreamID() string {
 }
 
 // produce runs a call: it appends every event to the store, logs it, and
-// hands it to the subscribers. Only the replica's death stops it.
-func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs) {
+// hands it to the subscribers. Only the replica's death stops it. A call
+// whose _meta gave no progress token gets its N−1 events with empty data,
+// as the priming event has, and no progress notification: progress may
+// only name a token the client provided.
+func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 	defer s.running.Done()
 	defer func() {
 		s.mu.Lock()
@@ -472,12 +501,15 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		s.mu.Unlock()
 	}()
 	ctx := s.callsC
-	if token == nil {
-		token = c.stream
+	tokJSON, progress := protocol.ProgressToken(meta)
+	c.token = c.stream
+	if progress {
+		var token any
+		json.Unmarshal(tokJSON, &token)
+		c.token = fmt.Sprint(token)
+		tokJSON, _ = json.Marshal(token)
 	}
-	c.token = fmt.Sprint(token)
 	padJSON, _ := json.Marshal(strings.Repeat("x", a.Bytes))
-	tokJSON, _ := json.Marshal(token)
 	c.logHead = logHead(c)
 	s.countStart(c)
 	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
@@ -497,9 +529,10 @@ func (s *Server) produce(c *call, reqID json.RawMessage, token any, a streamArgs
 		case <-tick.C:
 		}
 		var data []byte
-		if i < a.Events {
+		switch {
+		case i < a.Events && progress:
 			data = progressData(padJSON, tokJSON, i, a.Events)
-		} else {
+		case i == a.Events:
 			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqID,
 				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
 		}
@@ -743,6 +776,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	if !s.versionOK(w, r) {
+		return
+	}
 	f := &facts{s: s, r: r}
 	kind := clients.ReqStandalone
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -894,6 +930,9 @@ func parseEventID(id string) (string, int64, error) {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	if !s.versionOK(w, r) {
+		return
+	}
 	f := &facts{s: s, r: r}
 	ans := s.caps.Serve(protocol.Request{Kind: clients.ReqDelete}, f)
 	if !ans.OK() {

@@ -89,6 +89,9 @@ func (c *client) do(method string, body any, hdr map[string]string) *http.Respon
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	if h := hdr["Host"]; h != "" {
+		req.Host = h // net/http sends req.Host, not the header
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
@@ -105,7 +108,8 @@ func (c *client) initialize() *http.Response {
 
 func (c *client) call(events, intervalMS int) *http.Response {
 	return c.do("POST", map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": events, "interval_ms": intervalMS, "bytes": 8}}}, nil)
+		"params": map[string]any{"name": "stream", "arguments": map[string]any{"events": events, "interval_ms": intervalMS, "bytes": 8},
+			"_meta": map[string]any{"progressToken": "t"}}}, nil)
 }
 
 func newServer(t *testing.T, cfg Config) (*Server, *client) {

@@ -69,6 +69,11 @@ type Options struct {
 	// loopback on a free port, when empty. The replicas and Redis stay on
 	// loopback whatever it says: only the LB faces the clients.
 	Listen string
+	// AllowHosts are the host names, besides loopback, that the reference
+	// and ts-sdk replicas answer to in a Host or Origin header (each passed
+	// as serve --allow-host): the LB passes the client's Host through, so
+	// they are the names clients reach the LB by. "*" allows any.
+	AllowHosts []string
 	// Detach starts each reference replica in a process group of its
 	// own, so that a terminal's Ctrl-C, sent to the foreground group,
 	// reaches the caller alone, which then stops the replicas in order
@@ -248,6 +253,9 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	}
 	for _, kv := range t.opts.Set {
 		args = append(args, "--set", kv)
+	}
+	for _, h := range t.opts.AllowHosts {
+		args = append(args, "--allow-host", h)
 	}
 	if t.opts.LogDir != "" {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))

@@ -3,6 +3,7 @@ package topo
 import (
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestUpListenAdvertise(t *testing.T) {
 			lbPort, ctlPort := port(t), port(t)
 			args := []string{"steady", "--design", "memory-sticky", "--file", abs, "--no-schedule",
 				"--listen", net.JoinHostPort(tc.host, strconv.Itoa(lbPort)),
-				"--control-listen", net.JoinHostPort(tc.host, strconv.Itoa(ctlPort))}
+				"--control-listen", net.JoinHostPort(tc.host, strconv.Itoa(ctlPort)), "--allow-host", "mcp.example"}
 			if tc.advertise != "" {
 				args = append(args, "--advertise", tc.advertise)
 			}
@@ -68,6 +69,13 @@ func TestUpListenAdvertise(t *testing.T) {
 			r.Body.Close()
 			if r.StatusCode != 200 {
 				t.Errorf("initialize at %s: %d", st.Endpoint, r.StatusCode)
+			}
+			// The LB passes the client's Host through: the replicas answer
+			// an --allow-host name, and refuse another (DNS rebinding).
+			for host, want := range map[string]int{"mcp.example:80": 200, "evil.example.com": 403} {
+				if got := initializeAs(t, st.Endpoint, host); got != want {
+					t.Errorf("initialize with Host %s: %d, want %d", host, got, want)
+				}
 			}
 			// stormsim fault reaches up at the advertised control URL.
 			before := p.readState().Replicas[1].PID
@@ -131,4 +139,20 @@ func TestUpListenRefused(t *testing.T) {
 			t.Errorf("up %v started a replica before it failed: %s", tc.flags, out)
 		}
 	}
+}
+
+// initializeAs sends an initialize to endpoint with Host host and returns
+// the status.
+func initializeAs(t *testing.T, endpoint, host string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
