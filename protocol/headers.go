@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -36,6 +37,15 @@ func VersionSupported(header, era string) bool {
 		}
 	}
 	return false
+}
+
+// CheckVersion is the answer to a request's MCP-Protocol-Version header at
+// a server of era: 0 when the request may go on, else 400 and why.
+func CheckVersion(header, era string) (int, string) {
+	if VersionSupported(header, era) {
+		return 0, ""
+	}
+	return http.StatusBadRequest, "unsupported MCP-Protocol-Version " + strconv.Quote(header)
 }
 
 // Allow is the set of host names a server answers to: what a Host header

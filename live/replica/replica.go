@@ -243,12 +243,11 @@ type rpcMessage struct {
 // versionOK answers 400 to an MCP-Protocol-Version this replica's era does
 // not speak, and reports whether the request may go on.
 func (s *Server) versionOK(w http.ResponseWriter, r *http.Request) bool {
-	v := r.Header.Get("MCP-Protocol-Version")
-	if protocol.VersionSupported(v, s.cfg.Era) {
-		return true
+	status, why := protocol.CheckVersion(r.Header.Get("MCP-Protocol-Version"), s.cfg.Era)
+	if status != 0 {
+		http.Error(w, why, status)
 	}
-	http.Error(w, "unsupported MCP-Protocol-Version "+strconv.Quote(v), http.StatusBadRequest)
-	return false
+	return status == 0
 }
 
 // checkSession looks up the request's session id (returned) in the
