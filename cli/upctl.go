@@ -353,8 +353,9 @@ func decodeFault(body []byte, fc faults.Context) (faults.Fault, error) {
 }
 
 // finish stops the schedule and the faults in progress and the control
-// endpoint, writes every replica's counters to counts.json in the logs
-// folder, stops the topology and marks the state file stopped.
+// endpoint, reads every replica's counters, stops the topology, then writes
+// the counters to counts.json in the logs folder and marks the state file
+// stopped.
 func (u *upRun) finish(t *topo.Topology) error {
 	u.stop()
 	u.wg.Wait()
@@ -368,16 +369,17 @@ func (u *upRun) finish(t *topo.Topology) error {
 	if c.Counts == nil && c.Missing == nil {
 		c.NotReconcilable = "this design's replicas keep no counters stormsim can read (the go-sdk replica, a server you bring)"
 	}
+	t.Close()
+	// Written once every replica is gone and its production log complete,
+	// whole and renamed into place: a merge --wait that sees the file reads
+	// all of it and every log.
 	b, _ := json.MarshalIndent(&c, "", "  ")
-	// Written whole and renamed into place: a merge --wait that sees the
-	// file reads all of it.
 	path := filepath.Join(u.state.Logs, runner.UpCountsFile)
 	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
 		u.logf("writing the counters: %v", err)
 	} else if err := os.Rename(path+".tmp", path); err != nil {
 		u.logf("writing the counters: %v", err)
 	}
-	t.Close()
 	u.mu.Lock()
 	u.state.Stopped = true
 	u.writeState()
