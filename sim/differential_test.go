@@ -418,7 +418,7 @@ func (l *liveReplica) initialize() string {
 
 // call starts a stream call and returns its open body and stream id.
 func (l *liveReplica) call(events, bytes, intervalMS int) (io.ReadCloser, string) {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stream","arguments":{"events":%d,"interval_ms":%d,"bytes":%d}}}`, events, intervalMS, bytes)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stream","arguments":{"events":%d,"interval_ms":%d,"bytes":%d},"_meta":{"progressToken":"t"}}}`, events, intervalMS, bytes)
 	resp := l.request("POST", body, nil)
 	if resp.StatusCode != 200 {
 		resp.Body.Close()

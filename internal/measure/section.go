@@ -76,6 +76,9 @@ func ThisMachine() Machine {
 // titles are the headings of the sections the Makefile writes.
 var titles = map[string]string{
 	"bench":               "make bench: the simulator's speed",
+	"bench-sweep":         "make bench: a plan sweep of 10 loads × 6 designs",
+	"cpu-profile":         "make bench: where the simulator's time goes (CPU profile)",
+	"bench-1m":            "make bench-1m: a million clients beside a hundred thousand",
 	"bench-live-store":    "make bench-live: Redis appends against redis-benchmark",
 	"bench-live-streams":  "make bench-live: streams held, storm absorption, CPU per event",
 	"agree":               "make agree: the simulator against the live engine",
