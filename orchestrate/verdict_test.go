@@ -17,6 +17,19 @@ type moved struct{}
 func (moved) Error() string { return "moved from its baseline" }
 func (moved) ExitCode() int { return ExitError }
 
+// exitOf is the code a verdict exits with: 0 for none.
+func exitOf(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return ExitOK
+	}
+	var ec interface{ ExitCode() int }
+	if !errors.As(err, &ec) {
+		t.Fatalf("%v carries no exit code", err)
+	}
+	return ec.ExitCode()
+}
+
 // findings builds the findings a command reports from the exit codes it
 // found, with the errors the commands return for each.
 func findings(t *testing.T, codes []int) Findings {
@@ -85,16 +98,7 @@ func TestVerdict(t *testing.T) {
 		{"nightly", []int{ExitDisagreement, ExitThreshold}, ExitThreshold},
 		{"nightly", []int{ExitSaturated, ExitDisagreement, ExitError}, ExitDisagreement},
 	} {
-		err := findings(t, tc.found).Verdict(scope[tc.cmd])
-		got := ExitOK
-		if err != nil {
-			var ec interface{ ExitCode() int }
-			if !errors.As(err, &ec) {
-				t.Fatalf("%s %v: %v carries no exit code", tc.cmd, tc.found, err)
-			}
-			got = ec.ExitCode()
-		}
-		if got != tc.want {
+		if got := exitOf(t, findings(t, tc.found).Verdict(scope[tc.cmd])); got != tc.want {
 			t.Errorf("%s finding %v exits %d, want %d", tc.cmd, tc.found, got, tc.want)
 		}
 	}
@@ -156,15 +160,7 @@ func TestRunVerdict(t *testing.T) {
 		if tc.disagree {
 			s.agreement.Failed = 1
 		}
-		got := ExitOK
-		if err := s.judge(); err != nil {
-			var ec interface{ ExitCode() int }
-			if !errors.As(err, &ec) {
-				t.Fatalf("%+v: %v carries no exit code", tc, err)
-			}
-			got = ec.ExitCode()
-		}
-		if got != tc.want {
+		if got := exitOf(t, s.judge()); got != tc.want {
 			t.Errorf("run with %+v exits %d, want %d", tc, got, tc.want)
 		}
 	}
