@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -233,16 +233,18 @@ func runHostile(exe, mode, impl, out string, sets []string) (res hostileRun) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
-	err = cmd.Run()
+	if err = cmd.Start(); err != nil {
+		return hostileRun{err: err}
+	}
+	hwm := watchHWM(cmd.Process.Pid)
+	err = cmd.Wait()
 	res.took, res.stderr = time.Since(start), stderr.String()
+	res.rss = hwm()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		res.code = ee.ExitCode()
 	} else if err != nil {
 		return hostileRun{err: err}
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.rss = ru.Maxrss * 1024 // KiB on Linux
 	}
 	res.reached = reached.Load()
 	rep, err := report.Read(filepath.Join(out, "hostile", "latest", "report.json"))
@@ -284,4 +286,48 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	}
 	t.Logf("%s/%s: exit %d in %v, peak RSS %d MiB; calls %d completed %d failed %d, resumes %d", c.mode, impl, r.code, r.took.Round(time.Millisecond),
 		r.rss>>20, d.Totals.Calls, d.Totals.CallsCompleted, d.Totals.CallsFailed, d.Totals.Resumes)
+}
+
+// watchHWM reads the peak resident set (VmHWM) of process pid from
+// /proc every 10 ms until the returned function is called, which gives the
+// highest value read. The rusage of a waited-for child cannot say it: Linux
+// starts a child's maxrss at its parent's resident set when it execs (the
+// raced test binary is hundreds of MiB), so it would measure this test, not
+// the stormsim process.
+func watchHWM(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	read := func() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				var kb int64
+				if _, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb); err == nil && kb*1024 > peak.Load() {
+					peak.Store(kb * 1024)
+				}
+			}
+		}
+	}
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
 }
