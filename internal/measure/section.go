@@ -165,7 +165,7 @@ func Sections(doc []byte) (names []string, bodies map[string]string, err error) 
 var (
 	dateRE    = regexp.MustCompile(`(?m)^- date: (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC)$`)
 	machineRE = regexp.MustCompile(`(?m)^- machine: (.+), (\d+) cores, \S+, Go (\S+), Redis (\S+)$`)
-	commandRE = regexp.MustCompile("(?m)^- command: `make [a-z-]+`, which ran `.+`$")
+	commandRE = regexp.MustCompile("(?m)^- command: `make [a-z0-9-]+`, which ran `.+`$")
 )
 
 // Check reports every section that does not name its date, its machine
