@@ -328,8 +328,11 @@ away = "200ms"
 // events it re-sent as redone, and no duplicates; one whose resumes skip an
 // event loses exactly the events it skipped. The server counts what it
 // sent, so each is an independent check of the client-side judgement.
+//
+// It stays serial: beside another live run in make test, under the CPU-bound
+// stage's load, its short calls ran past the run's end (dupid: 11 of 20
+// pending) and the client drop found too few streams open (restart: 1 resume).
 func TestOwnServerProgressShapes(t *testing.T) {
-	overlap(t)
 	for _, tc := range []struct {
 		shape  string
 		faults string
