@@ -209,7 +209,7 @@ func TestActiveProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var failedAtOut atomic.Int64 // failed probes when the replica left the pool
-	b.CheckHealth(ctx, Health{Interval: 20 * time.Millisecond, Threshold: 3, OnChange: func(slot int, up bool, why string) {
+	b.CheckHealth(ctx, Health{Interval: 100 * time.Millisecond, Threshold: 3, OnChange: func(slot int, up bool, why string) {
 		if !up {
 			failedAtOut.CompareAndSwap(0, failed.Load())
 		}

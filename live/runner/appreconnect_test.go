@@ -327,7 +327,6 @@ func TestFiveCallsAgreement(t *testing.T) {
 // "failed to decode event"; the session stays usable, and the client's next
 // call completes on it.
 func TestOrphanErrorReachesGoSDK(t *testing.T) {
-	overlap(t)
 	abs, _ := filepath.Abs("testdata/orphan-sdk.toml")
 	sc, err := loadFile(t, abs, "orphan-sdk", nil)
 	if err != nil {

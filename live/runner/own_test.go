@@ -303,7 +303,6 @@ func TestOwnServerFailures(t *testing.T) {
 // message when the scenario is loaded; client drops still work and are
 // reported; the tool is found in tools/list.
 func TestOwnServerTarget(t *testing.T) {
-	overlap(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	abs, _ := filepath.Abs("../../scenarios.toml")
@@ -418,7 +417,6 @@ restart = "echo $STORMSIM_FAULT $STORMSIM_REPLICA > hooked"
 // gets a note that only completion and latency can be judged, and the run
 // still reports its calls and latency.
 func TestOwnServerNoProgress(t *testing.T) {
-	overlap(t)
 	exe := ownServerBin(t)
 	file := filepath.Join(t.TempDir(), "n.toml")
 	cmd := strconv.Quote(exe + " -port {port} -progress=false")

@@ -159,7 +159,6 @@ func TestIsolationLeakyServer(t *testing.T) {
 // sampled on the clock (which 500 ms a sample falls in), so they are left
 // out, as is events_leaked, known only with probes.
 func TestIsolationProbesLeaveTotals(t *testing.T) {
-	overlap(t)
 	base := []string{"duration=8s", "drain=4s", "replicas=2", "workload.clients=30", "workload.arrival_rate=30",
 		"workload.calls_per_client=2", "workload.think=300ms", "workload.events_min=10", "workload.events_max=20",
 		`designs=["memory-sticky"]`}

@@ -110,7 +110,6 @@ func TestReconciliation(t *testing.T) {
 // produced for the call attempt STORMSIM_UNDERREPORT_TOKEN names: the
 // reconciliation must name that attempt.
 func TestReconciliationCatchesUnderReport(t *testing.T) {
-	overlap(t)
 	mutant := filepath.Join(testbin.Dir(), "stormsim-underreport")
 	build := exec.Command("go", "build", "-tags", "stormsim_test_underreport", "-o", mutant, "./cmd/stormsim")
 	build.Dir = "../.."

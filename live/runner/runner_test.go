@@ -26,19 +26,6 @@ var bin string
 // TestMain builds the stormsim binary the replicas run.
 func TestMain(m *testing.M) { testbin.Main(m, "../..", &bin) }
 
-// overlap lets a live test run beside one other (go test's -parallel, the
-// number of cores by default): it spends most of its time waiting on real
-// time, and it judges only its own run's processes and histories. A test
-// stays serial, and so runs before every overlapping one and alone, when it
-// counts this process's children or processes by name, sets the
-// environment, measures the host's lateness, times calls against a fault to
-// the second (five-calls), or starts Node processes (the ts-sdk server and
-// clients, whose start-up takes a core for seconds).
-func overlap(t *testing.T) {
-	t.Helper()
-	t.Parallel()
-}
-
 // small is live-smoke cut down for in-process runs under the race detector.
 var small = []string{"workload.clients=30", "drain=3s", "workload.drop_every=20s"}
 
@@ -60,7 +47,6 @@ func load(t testing.TB, name string, sets []string) *scenario.Scenario {
 // conserve events, every request is a vegeta result, and nothing is left
 // running.
 func TestRunInProcess(t *testing.T) {
-	overlap(t)
 	// A 4 s call timeout: calls of 10 to 30 events at 5 a second run 2 to
 	// 6 s, so about half of them time out, most with their stream open.
 	// Half the clients are the go-sdk's, which apply the same timeout.

@@ -54,7 +54,6 @@ duration = "1s"
 // complaints, from the runner and from the replicas, are in live.log and
 // not on the terminal.
 func TestStoreKilled(t *testing.T) {
-	overlap(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(storeKillScenario, "12s")+storeOutage), 0o644); err != nil {
