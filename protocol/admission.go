@@ -19,6 +19,20 @@ func Hint(base time.Duration, spread [2]float64, rnd func() float64) time.Durati
 	return time.Duration(float64(base) * (spread[0] + rnd()*(spread[1]-spread[0])))
 }
 
+// RetryAfter is a 503's hint as the wire carries it: Retry-After holds
+// whole seconds (RFC 9110 §10.2.3), so a hint is rounded up to the next
+// second, never down to 0. Both engines take the rounded hint: a client
+// told "0.3 s" in the simulator while the replica's header says "1" would
+// return at the window's first instant in one engine and spread over it
+// in the other (herd-admission's accept queue overflowed only in the
+// simulator).
+func RetryAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return (d + time.Second - 1) / time.Second * time.Second
+}
+
 // NewConn reports whether a request opens a new connection or session:
 // the requests admission control and the connection-rate limit count.
 func NewConn(r clients.Req) bool {
@@ -53,7 +67,7 @@ func (s *Admission) Admit(rc *topology.ReplicaConfig, now int64, r clients.Req, 
 		if s.tokens < 1 {
 			refused := Answer{Status: 503, Why: "connection rate limit"}
 			if rc.HintOn503 {
-				refused.RetryHint = Hint(rc.RetryHint, rc.RetryHintSpread, rnd)
+				refused.RetryHint = RetryAfter(Hint(rc.RetryHint, rc.RetryHintSpread, rnd))
 			}
 			return refused
 		}
@@ -74,7 +88,7 @@ func (s *Admission) Admit(rc *topology.ReplicaConfig, now int64, r clients.Req, 
 				s.promisedWin, s.promised = s.promisedWin+1, 0
 			}
 			s.promised++
-			return Answer{Status: 503, RetryHint: time.Duration(s.promisedWin*iv - now), Why: "admission window full"}
+			return Answer{Status: 503, RetryHint: RetryAfter(time.Duration(s.promisedWin*iv - now)), Why: "admission window full"}
 		}
 		s.admitCount++
 	}
@@ -93,7 +107,7 @@ func (s *Admission) Enqueue(rc *topology.ReplicaConfig, now int64, rnd func() fl
 	if float64(wait)*rate/1e9 >= float64(rc.AcceptQueue) {
 		full := Answer{Status: 503, Why: "accept queue full"}
 		if rc.HintOn503 {
-			full.RetryHint = Hint(rc.RetryHint, rc.RetryHintSpread, rnd)
+			full.RetryHint = RetryAfter(Hint(rc.RetryHint, rc.RetryHintSpread, rnd))
 		}
 		return 0, full
 	}

@@ -62,7 +62,8 @@ type Answer struct {
 	Unavailable bool
 	// Session: an initialize that opened a session (the id goes back).
 	Session bool
-	// RetryHint goes with a 503 as Retry-After (0: none).
+	// RetryHint goes with a 503 as Retry-After (0: none), in whole
+	// seconds (RetryAfter).
 	RetryHint time.Duration
 	// Why says what the status means, for a response body.
 	Why string

@@ -89,6 +89,11 @@ func TestCapsOf(t *testing.T) {
 // TestAdmission walks the admission bucket across windows and the
 // connection-rate limit.
 func TestAdmission(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{{0, 0}, {-1, 0}, {1, time.Second}, {time.Second, time.Second}, {time.Second + 1, 2 * time.Second}} {
+		if got := RetryAfter(c.in); got != c.want {
+			t.Errorf("RetryAfter(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
 	t.Parallel()
 	never := func() float64 { t.Fatal("no hint spread: no draw"); return 0 }
 	rc := topology.DefaultReplica
@@ -104,8 +109,9 @@ func TestAdmission(t *testing.T) {
 	}
 	// two admitted, two sent to window 1, the fifth to window 2; in window
 	// 1 its two promised places are taken by then (a fresh window counts
-	// its own arrivals).
-	if want := "0s 0s 999.999998ms 999.999997ms 1.999999996s 0s"; strings.Join(got, " ") != want {
+	// its own arrivals). Each hint is rounded up to whole seconds, as the
+	// Retry-After header carries it (RetryAfter).
+	if want := "0s 0s 1s 1s 2s 0s"; strings.Join(got, " ") != want {
 		t.Errorf("hints %s, want %s", strings.Join(got, " "), want)
 	}
 	if a := s.Admit(&rc, 0, clients.ReqDelete, never); a.Status != 200 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -69,7 +68,7 @@ const diffNow = int64(1500 * time.Millisecond)
 type outcome struct {
 	Status int
 	Purged bool
-	HintS  int64 // the retry hint in whole seconds, rounded up (Retry-After)
+	Hint   time.Duration // the retry hint: the simulator's as its client reads it, the replica's Retry-After
 }
 
 type diffCase struct {
@@ -112,9 +111,9 @@ var diffCases = []diffCase{
 	{"store down: session check 503", "redis", storeDown, clients.ReqInitialized, false, outcome{Status: 503}},
 	// the four former disagreements
 	{"disagreement: precedence, a second resume of a purged stream is 409", "memory", claimedPurged, clients.ReqResume, false, outcome{Status: 409}},
-	{"disagreement: hint spread, [2, 2] doubles the hint in both", "rate", fresh, clients.ReqInitialize, true, outcome{Status: 503, HintS: 6}},
-	{"disagreement: admission, the bucket sends the rest to the next window", "bucket", fresh, clients.ReqInitialize, true, outcome{Status: 503, HintS: 9}},
-	{"disagreement: admission, a full accept queue", "queue", fresh, clients.ReqInitialize, true, outcome{Status: 503, HintS: 3}},
+	{"disagreement: hint spread, [2, 2] doubles the hint in both", "rate", fresh, clients.ReqInitialize, true, outcome{Status: 503, Hint: 6 * time.Second}},
+	{"disagreement: admission, the bucket sends the rest to the next window", "bucket", fresh, clients.ReqInitialize, true, outcome{Status: 503, Hint: 9 * time.Second}},
+	{"disagreement: admission, a full accept queue", "queue", fresh, clients.ReqInitialize, true, outcome{Status: 503, Hint: 3 * time.Second}},
 	{"disagreement: stateless is one field, standalone GET 405", "stateless", fresh, clients.ReqStandalone, false, outcome{Status: 405}},
 	{"disagreement: stateless is one field, resume 405", "stateless", elsewhere, clients.ReqResume, false, outcome{Status: 405}},
 }
@@ -190,8 +189,6 @@ func diffDesign(t *testing.T, name string) (*scenario.Scenario, *scenario.Design
 	return sc, &sc.Designs[0]
 }
 
-func ceilS(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
-
 // simDecide runs a row through the simulator's server model: the harness
 // puts a finished engine in the row's state, then the request goes through
 // the front (routing, admission, accept queue) and the handler.
@@ -219,7 +216,7 @@ func simDecide(t *testing.T, dc diffCase, mutate func(clients.Req, protocol.Answ
 		}
 		in, _ = e.serveOn(0, c, p)
 	}
-	return outcome{Status: in.Status, Purged: in.Purged, HintS: ceilS(in.RetryHint)}
+	return outcome{Status: in.Status, Purged: in.Purged, Hint: in.RetryHint}
 }
 
 func btoi(b bool) int {
@@ -480,6 +477,7 @@ func (l *liveReplica) send(r clients.Req) outcome {
 		b, _ := io.ReadAll(resp.Body)
 		o.Purged = strings.Contains(string(b), "purged")
 	}
-	o.HintS, _ = strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+	secs, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+	o.Hint = time.Duration(secs) * time.Second
 	return o
 }

@@ -209,8 +209,8 @@ func (s *Server) fail(w http.ResponseWriter, a protocol.Answer) {
 		w.Header().Set(DrainingHeader, "1")
 	}
 	if a.RetryHint > 0 {
-		// Whole seconds, as RFC 9110 has it, rounded up.
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((a.RetryHint+time.Second-1)/time.Second), 10))
+		// Whole seconds: protocol.RetryAfter rounded the hint.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(a.RetryHint/time.Second), 10))
 	}
 	why := a.Why
 	if why == "" {
