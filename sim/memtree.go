@@ -59,7 +59,11 @@ func (s *memStore) leafClose(b int) {
 	n := phaseBuckets + b
 	s.leafSet(b)
 	for n >>= 1; n >= 1; n >>= 1 {
+		mn, smn, cnt := s.tmn[n], s.tsmn[n], s.tcnt[n]
 		s.pull(n)
+		if s.tmn[n] == mn && s.tsmn[n] == smn && s.tcnt[n] == cnt {
+			return // the nodes above are made of this one as it was
+		}
 	}
 }
 
