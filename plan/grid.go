@@ -354,7 +354,7 @@ func Run(ctx context.Context, g *Grid, opts *Options) (*Result, error) {
 		})
 	}
 feed:
-	for i := range res.Rows {
+	for _, i := range g.feedOrder() {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -372,6 +372,34 @@ feed:
 		return nil, fmt.Errorf("plan: %w", context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// feedOrder is the order Run hands rows to its workers: the heaviest
+// points first (clients × horizon, the point's order on a tie), so that the
+// last simulations to start are short ones and no core waits alone on a
+// long one at the end. Each row is written to its own index, so the order
+// changes nothing in the result.
+func (g *Grid) feedOrder() []int {
+	nd := len(g.Designs)
+	order := make([]int, len(g.Points)*nd)
+	for i := range order {
+		order[i] = i
+	}
+	weight := func(i int) float64 {
+		sc := g.Points[i/nd].Scenario
+		return float64(sc.Workload.Clients) * scenario.Horizon(sc).Seconds()
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		wa, wb := weight(a), weight(b)
+		switch {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return 0
+	})
+	return order
 }
 
 // Notes are the grid's notes and what the rows add: a memory store whose

@@ -26,10 +26,31 @@ import (
 // each running stream appends exactly once, at its phase (start mod iv). A
 // Fenwick tree over phase buckets counts the running streams by phase, which
 // gives the number of appends in any interval, and the k-th append after a
-// given time, in O(log buckets) plus a scan of one bucket. A purge round
-// visits every stream of the store; each stream keeps the instant its
-// oldest held event was appended, so that a visit is a comparison and an
-// addition.
+// given time, in O(log buckets) plus a scan of one bucket.
+//
+// A purge round visits no stream it need not. The store counts its rounds
+// (rounds); a running stream i, started at a_i*iv + phase, is kept as one
+// number f_i = rounds + 1 - a_i - lo_i, where lo_i is the first index it
+// still holds. A round that drops an event from it leaves f_i as it is; one
+// that finds it empty raises f_i by one. With F = rounds - floor(t/iv), the
+// stream holds f_i - F - after_i events at t, where after_i is 1 while its
+// append of the current interval is still to come: it is empty exactly when
+// f_i = F + after_i, and f_i is never below that. So a round at t counts
+// the empty running streams as those at their floor, and lifts them by one:
+// f_i = max(f_i, F+1+after_i). Over the phase buckets, in phase order, that
+// is a count and a raise on the buckets before t's phase (after_i = 0), on
+// those after it (after_i = 1), and one scan of t's own bucket, where both
+// kinds meet. A segment tree over the buckets keeps the least f, its count
+// and the second least (a raise that passes the second least goes down a
+// level), so a round costs O(log buckets) plus the buckets whose distinct
+// values it merges. The bytes it frees are an event per non-empty stream,
+// corrected for the streams whose oldest event is their priming event (those
+// no round has touched since they started: fresh) or their result (running
+// streams that appended it at this instant: resAt; ended streams at their
+// last round). An ended stream appends no more, so it holds h events and
+// empties at the h-th round after its end: it waits in the bucket of that
+// round (eb), and in the next round's to be forgotten, as a round that found
+// it ended and empty would.
 type memStore struct {
 	ms   memStreams
 	at   int64 // every append at or before at is applied
@@ -42,15 +63,36 @@ type memStore struct {
 	leOK      bool
 	fw        []int32
 	bk        [][]phaseEntry
+
+	rounds int64 // purge rounds so far
+	// the segment tree over the phase buckets (leaves at phaseBuckets+b):
+	// the least f below a node (its children's may be stale below it), how
+	// many streams hold it, and the second least; noF when none
+	tmn, tsmn []int64
+	tcnt      []int32
+	fresh     int64 // streams that still hold their priming event
+	endNE     int64 // ended streams that still hold an event
+	// eb[k] lists the ended streams due at round rounds+1+k: at their last
+	// non-empty round, or to be forgotten
+	eb [][]int32
+	// the running streams that appended their result at resTau
+	resTau int64
+	resAt  []int32
 }
 
-// phaseEntry is a running stream in the phase index.
+// phaseEntry is a running stream in the phase index; f is its purge
+// counter (see memStore), raised lazily: its value is the greatest of f and
+// the least of every tree node above its bucket.
 type phaseEntry struct {
-	ph, start int64
-	ai, e     int32
+	start, f int64
+	ai, e    int32
 }
 
-const phaseBuckets = 4096
+const (
+	phaseBuckets = 4096
+	phaseDepth   = 12 // log2(phaseBuckets)
+	noF          = math.MaxInt64
+)
 
 // memOp names a change to a memory store, for Options.memCheck.
 type memOp uint8
@@ -69,18 +111,14 @@ type memStreams struct {
 	start []int64
 	e     []int32
 	endN  []int32 // -1 while the attempt runs
-	// o is when the oldest event still held was (or will be) appended:
-	// start + (first + events purged)*iv. The stream holds an event when
-	// that instant has come: by lim once it has ended, by now while it runs.
-	o   []int64
-	lim []int64 // when its last event was appended, once ended; memRunning while it runs
+	// once ended: the round it ended at, and the first index it held then
+	r  []int64
+	lo []int32
 }
 
-const memRunning = math.MaxInt64
-
-func (m *memStreams) add(ai int32, start int64, e int32, o int64) int32 {
+func (m *memStreams) add(ai int32, start int64, e int32) int32 {
 	m.ai, m.start, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.e, e), append(m.endN, -1)
-	m.o, m.lim = append(m.o, o), append(m.lim, memRunning)
+	m.r, m.lo = append(m.r, 0), append(m.lo, 0)
 	return int32(len(m.ai) - 1)
 }
 
@@ -89,14 +127,26 @@ func (m *memStreams) remove(i int32, attempts []attempt) {
 	n := len(m.ai) - 1
 	attempts[m.ai[i]].memIdx = -1
 	if int(i) != n {
-		m.ai[i], m.start[i], m.e[i], m.endN[i], m.o[i], m.lim[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.o[n], m.lim[n]
+		m.ai[i], m.start[i], m.e[i], m.endN[i], m.r[i], m.lo[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.r[n], m.lo[n]
 		attempts[m.ai[i]].memIdx = i
 	}
-	m.ai, m.start, m.e, m.endN, m.o, m.lim = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.o[:n], m.lim[:n]
+	m.ai, m.start, m.e, m.endN, m.r, m.lo = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.r[:n], m.lo[:n]
 }
 
-// lo is the index of stream i's oldest event still held.
-func (m *memStreams) lo(i int32, iv int64) int64 { return (m.o[i] - m.start[i]) / iv }
+// endedLo is the first index ended stream i holds after rounds rounds.
+func (m *memStreams) endedLo(i int32, rounds int64) int64 {
+	h := max(int64(m.endN[i])-int64(m.lo[i])+1, 0)
+	return int64(m.lo[i]) + min(rounds-m.r[i], h)
+}
+
+// lo is the first index stream i still holds.
+func (s *memStore) lo(i int32, iv int64) int64 {
+	m := &s.ms
+	if m.endN[i] >= 0 {
+		return m.endedLo(i, s.rounds)
+	}
+	return s.rounds + 1 - m.start[i]/iv - s.fOf(m.ai[i], m.start[i], iv)
+}
 
 // memCap is the store's cap in bytes; no cap never purges.
 func (e *engine) memCap() int64 {
@@ -152,14 +202,17 @@ func (s *memStore) fwPrefix(b int) int64 {
 	return n
 }
 
-func (s *memStore) index(ai int32, start int64, e int32, iv int64) {
+func (s *memStore) index(ai int32, start int64, e int32, iv, f int64) {
 	if s.fw == nil {
 		s.fw = make([]int32, phaseBuckets+1)
 		s.bk = make([][]phaseEntry, phaseBuckets)
+		s.treeInit()
 	}
 	ph := start % iv
 	b := s.bucket(ph, iv)
-	s.bk[b] = append(s.bk[b], phaseEntry{ph: ph, start: start, ai: ai, e: e})
+	s.leafOpen(b)
+	s.bk[b] = append(s.bk[b], phaseEntry{start: start, f: f, ai: ai, e: e})
+	s.leafClose(b)
 	s.fwAdd(b, 1)
 	s.run++
 	if s.leOK && ph <= s.leFor%iv {
@@ -167,11 +220,15 @@ func (s *memStore) index(ai int32, start int64, e int32, iv int64) {
 	}
 }
 
-func (s *memStore) unindex(ai int32, start, iv int64) {
+// unindex takes a running stream out of the phase index and returns its f.
+func (s *memStore) unindex(ai int32, start, iv int64) int64 {
 	b := s.bucket(start%iv, iv)
+	s.leafOpen(b)
+	defer s.leafClose(b)
 	l := s.bk[b]
 	for j := range l {
 		if l[j].ai == ai {
+			f := l[j].f
 			l[j] = l[len(l)-1]
 			s.bk[b] = l[:len(l)-1]
 			s.fwAdd(b, -1)
@@ -179,9 +236,10 @@ func (s *memStore) unindex(ai int32, start, iv int64) {
 			if s.leOK && start%iv <= s.leFor%iv {
 				s.le--
 			}
-			return
+			return f
 		}
 	}
+	panic("sim: a running stream missing from its phase bucket")
 }
 
 // countLE counts the running streams whose phase is at most x.
@@ -189,7 +247,7 @@ func (s *memStore) countLE(x, iv int64) int64 {
 	b := s.bucket(x, iv)
 	n := s.fwPrefix(b - 1)
 	for _, p := range s.bk[b] {
-		if p.ph <= x {
+		if p.start%iv <= x {
 			n++
 		}
 	}
@@ -197,7 +255,7 @@ func (s *memStore) countLE(x, iv int64) int64 {
 }
 
 // kth is the k-th smallest phase (1-based) of the running streams.
-func (s *memStore) kth(k int64, scratch []int64) (int64, []int64) {
+func (s *memStore) kth(k, iv int64, scratch []int64) (int64, []int64) {
 	b, below := 0, int64(0)
 	for step := phaseBuckets; step > 0; step >>= 1 {
 		if i := b + step; i <= phaseBuckets && below+int64(s.fw[i]) < k {
@@ -208,7 +266,7 @@ func (s *memStore) kth(k int64, scratch []int64) (int64, []int64) {
 	// b is now the bucket holding it (the Fenwick index b+1).
 	scratch = scratch[:0]
 	for _, p := range s.bk[b] {
-		scratch = append(scratch, p.ph)
+		scratch = append(scratch, p.start%iv)
 	}
 	slices.Sort(scratch)
 	return scratch[k-below-1], scratch
@@ -302,10 +360,10 @@ func (e *engine) memOverflow(s *memStore, c, hi int64) (int64, bool) {
 	le := s.leAt(iv) // t1 has the phase of at
 	var ph, tau int64
 	if j <= s.run-le {
-		ph, e.scratch = s.kth(le+j, e.scratch)
+		ph, e.scratch = s.kth(le+j, iv, e.scratch)
 		tau = t1 - x + ph
 	} else {
-		ph, e.scratch = s.kth(j-(s.run-le), e.scratch)
+		ph, e.scratch = s.kth(j-(s.run-le), iv, e.scratch)
 		tau = t1 - x + iv + ph
 	}
 	return tau, tau <= hi
@@ -322,7 +380,7 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 	x := tau % e.iv
 	at := e.phScratch[:0]
 	for _, pe := range s.bk[s.bucket(x, e.iv)] {
-		if pe.ph == x && pe.start < tau {
+		if pe.start%e.iv == x && pe.start < tau {
 			at = append(at, pe)
 		}
 	}
@@ -332,7 +390,14 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 	}
 	c := e.memCap()
 	for _, pe := range at {
-		s.held += e.memSize((tau-pe.start)/e.iv, int64(pe.e))
+		k := (tau - pe.start) / e.iv
+		s.held += e.memSize(k, int64(pe.e))
+		if k == int64(pe.e) {
+			if s.resTau != tau {
+				s.resTau, s.resAt = tau, s.resAt[:0]
+			}
+			s.resAt = append(s.resAt, pe.ai)
+		}
 		if s.held > c {
 			e.memPurge(p, tau, pe.ai)
 			s = &e.procs[p].store
@@ -343,48 +408,104 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 
 // memPurge runs purge rounds on process p's store at tau, after the append
 // of attempt done (the running streams' appends at tau by later attempts
-// have not happened yet), until the store fits its cap. A stream that has
-// ended and holds nothing is forgotten.
+// have not happened yet), until the store fits its cap.
 func (e *engine) memPurge(p int32, tau int64, done int32) {
 	s := &e.procs[p].store
-	m := &s.ms
-	iv, c := e.iv, e.memCap()
-	priming, result, ev := e.memSize(0, 1), e.memSize(1, 1), e.evBytes
-	for s.held > c {
-		var removed int64
-		for i := 0; i < len(m.ai); {
-			o, l := m.o[i], m.lim[i]
-			var holds bool
-			if l == memRunning {
-				// appended by tau; at tau only if before done's append
-				holds = o < tau || o == tau && m.ai[i] <= done
-			} else {
-				holds = o <= l
-			}
-			if holds {
-				switch o {
-				case m.start[i]: // index 0 (with no priming event, o is never start)
-					removed += priming
-				case m.start[i] + int64(m.e[i])*iv:
-					removed += result
-				default:
-					removed += ev
-				}
-				m.o[i] = o + iv
-				i++
-			} else if l != memRunning {
-				m.remove(int32(i), e.attempts) // ended and empty: forgotten
-			} else {
-				i++
-			}
-		}
-		e.stats.PurgeRounds++
-		e.stats.PurgeVisits += int64(len(m.ai))
+	for c := e.memCap(); s.held > c; {
+		removed := e.memRound(s, tau, done)
 		if removed == 0 {
 			break
 		}
 		s.held -= removed
 	}
+}
+
+// memRound is one purge round on store s at tau, after the append of
+// attempt done; it returns the bytes it frees. An ended stream that holds
+// nothing is forgotten.
+func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
+	iv := e.iv
+	ev := e.evBytes
+	priming, result := e.memSize(0, 1)-ev, e.memSize(1, 1)-ev
+	first := int64(e.first())
+	r := s.rounds + 1 // this round
+	var visits, resN, empty int64
+	// Running streams that appended their result at tau, whose oldest event
+	// it is, before this round lifts anything.
+	if s.resTau == tau {
+		for _, ai := range s.resAt {
+			if i := e.attempts[ai].memIdx; i >= 0 && s.ms.endN[i] < 0 {
+				if lo := s.lo(i, iv); lo == int64(s.ms.e[i]) && (lo != 0 || first != 0) {
+					resN++
+				}
+			}
+		}
+		visits += int64(len(s.resAt))
+	}
+	if s.run > 0 {
+		fl := s.rounds - tau/iv // F
+		x := tau % iv
+		bx := s.bucket(x, iv)
+		empty = s.countEq(1, 0, phaseBuckets-1, 0, bx-1, fl) + s.countEq(1, 0, phaseBuckets-1, bx+1, phaseBuckets-1, fl+1)
+		// t's own bucket: after_i by phase, and by start order at tau
+		s.leafOpen(bx)
+		l := s.bk[bx]
+		for j := range l {
+			c := fl
+			if ph := l[j].start % iv; ph > x || ph == x && l[j].ai > done {
+				c++
+			}
+			if l[j].f == c {
+				empty++
+			}
+			l[j].f = max(l[j].f, c+1)
+		}
+		s.leafClose(bx)
+		visits += int64(len(l))
+		visits += s.chmax(1, 0, phaseBuckets-1, 0, bx-1, fl+1) + s.chmax(1, 0, phaseBuckets-1, bx+1, phaseBuckets-1, fl+2)
+	}
+	// Ended streams due at this round: their last event goes (a result
+	// among them), or, empty since the last round, they are forgotten.
+	var last int64
+	if len(s.eb) > 0 {
+		due := s.eb[0]
+		for _, ai := range due {
+			i := e.attempts[ai].memIdx
+			if i < 0 {
+				continue // deleted
+			}
+			m := &s.ms
+			h := max(int64(m.endN[i])-int64(m.lo[i])+1, 0)
+			if h > 0 && m.r[i]+h == r {
+				last++
+				if m.endN[i] == m.e[i] && (m.endN[i] != 0 || first != 0) {
+					resN++
+				}
+				s.due(r+1, ai)
+			} else {
+				m.remove(i, e.attempts)
+			}
+		}
+		visits += int64(len(due))
+		s.eb[0] = due[:0]
+		s.eb = append(s.eb[1:], s.eb[0])
+	}
+	removed := ev*(s.run-empty+s.endNE) + priming*s.fresh + result*resN
+	s.endNE -= last
+	s.fresh = 0
+	s.rounds = r
+	e.stats.PurgeRounds++
+	e.stats.PurgeVisits += visits
+	return removed
+}
+
+// due puts ended stream ai in the bucket of round r.
+func (s *memStore) due(r int64, ai int32) {
+	k := int(r - s.rounds - 1)
+	for len(s.eb) <= k {
+		s.eb = append(s.eb, nil)
+	}
+	s.eb[k] = append(s.eb[k], ai)
 }
 
 // memAdd puts attempt ai's stream into process p's store: its priming
@@ -393,9 +514,11 @@ func (e *engine) memAdd(p, ai int32) {
 	e.memSettle(p)
 	a := &e.attempts[ai]
 	s := &e.procs[p].store
-	a.memIdx = s.ms.add(ai, a.start, a.e, a.start+int64(e.first())*e.iv)
-	s.index(ai, a.start, a.e, e.iv)
-	if e.first() == 0 {
+	a.memIdx = s.ms.add(ai, a.start, a.e)
+	first := int64(e.first())
+	s.index(ai, a.start, a.e, e.iv, s.rounds+1-a.start/e.iv-first)
+	if first == 0 {
+		s.fresh++
 		s.held += e.memSize(0, int64(a.e))
 		if s.held > e.memCap() {
 			e.memPurge(p, e.now, ai)
@@ -417,9 +540,17 @@ func (e *engine) memEnd(ai int32) {
 		return
 	}
 	s := &e.procs[a.proc].store
-	s.ms.endN[a.memIdx] = a.endN
-	s.ms.lim[a.memIdx] = a.start + int64(a.endN)*e.iv
-	s.unindex(ai, a.start, e.iv)
+	m := &s.ms
+	i := a.memIdx
+	f := s.unindex(ai, a.start, e.iv)
+	lo := s.rounds + 1 - a.start/e.iv - f
+	m.endN[i], m.r[i], m.lo[i] = a.endN, s.rounds, int32(lo)
+	if h := int64(a.endN) - lo + 1; h > 0 {
+		s.endNE++
+		s.due(s.rounds+h, ai)
+	} else {
+		s.due(s.rounds+1, ai)
+	}
 	if e.memCheck != nil {
 		e.memCheck(e, memOpEnd, a.proc, ai)
 	}
@@ -438,12 +569,20 @@ func (e *engine) memDelete(ai int32) {
 	s := &e.procs[a.proc].store
 	m := &s.ms
 	i := a.memIdx
-	last := int64(m.endN[i])
-	if last < 0 {
+	var lo, last int64
+	if m.endN[i] < 0 {
+		lo = s.rounds + 1 - a.start/e.iv - s.unindex(ai, a.start, e.iv)
 		last = (e.now - m.start[i]) / e.iv
-		s.unindex(ai, a.start, e.iv)
+	} else {
+		lo, last = m.endedLo(i, s.rounds), int64(m.endN[i])
+		if lo <= last {
+			s.endNE--
+		}
 	}
-	s.held -= e.memBytes(m.lo(i, e.iv), last, int64(m.e[i]))
+	if lo == 0 && lo <= last && e.first() == 0 {
+		s.fresh--
+	}
+	s.held -= e.memBytes(lo, last, int64(m.e[i]))
 	m.remove(i, e.attempts)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpDelete, a.proc, ai)
@@ -459,5 +598,6 @@ func (e *engine) memLo(a *attempt, hi int32) int32 {
 	if a.memIdx < 0 {
 		return hi + 1 // purged to nothing and forgotten
 	}
-	return int32(e.procs[a.proc].store.ms.lo(a.memIdx, e.iv))
+	s := &e.procs[a.proc].store
+	return int32(s.lo(a.memIdx, e.iv))
 }

@@ -124,17 +124,28 @@ func (r *refStore) lo(ai int32, t, hi int64) int64 {
 }
 
 // seqEngine is an engine reduced to one process and its memory store.
-func seqEngine(priming bool, capBytes int64) *engine {
+func seqEngine(priming bool, capBytes, iv int64) *engine {
 	d := &scenario.Design{Name: "seq"}
 	d.Store.MemoryCapBytes = capBytes
 	d.Store.MemoryOverheadBytes = 40
-	return &engine{d: d, priming: priming, iv: 1000, evBytes: 300, procs: make([]proc, 1)}
+	return &engine{d: d, priming: priming, iv: iv, evBytes: 300, procs: make([]proc, 1)}
 }
+
+// seqTime is how a sequence's clock moves: iv, and steps of grain × 0..span-1.
+type seqTime struct{ iv, grain, span int64 }
+
+// seqPhases has 20 phases an interval, so that appends meet at one instant;
+// each lies in a phase bucket of its own.
+var seqPhases = seqTime{iv: 1000, grain: 50, span: 30}
 
 // seqRun drives a store and its reference through random operations; storm
 // streams start together at 0 first. It fails at the first difference.
 func seqRun(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops int) {
-	e := seqEngine(priming, capBytes)
+	seqRunAt(t, seed, priming, capBytes, storm, ops, seqPhases)
+}
+
+func seqRunAt(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops int, tm seqTime) {
+	e := seqEngine(priming, capBytes, tm.iv)
 	ref := &refStore{e: e, streams: map[int32]*refStream{}}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var live []int32   // attempts whose stream was not deleted
@@ -199,11 +210,10 @@ func seqRun(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops 
 	}
 	check("storm", true, -1)
 	for n := 0; n < ops; n++ {
-		// Time moves on in steps of 50 (20 phases an interval, so that
-		// appends meet at one instant); the calls that complete by then end
+		// Time moves on (see seqTime); the calls that complete by then end
 		// at their own instants, in attempt order.
 		if rng.IntN(3) == 0 {
-			next := e.now + 50*int64(rng.IntN(30))
+			next := e.now + tm.grain*rng.Int64N(tm.span)
 			for len(dones) > 0 && dones[0].at <= next {
 				x := heap.Pop(&dones).(refAppend)
 				if pos[x.ai] < 0 || e.attempts[x.ai].ended {
@@ -265,7 +275,8 @@ func seqRun(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops 
 
 // memStoreSequences holds the memory store to the per-event reference
 // after every operation of random sequences of starts, appends, reads, ends,
-// deletes and purges, with and without a priming event, and through a storm
+// deletes and purges, with and without a priming event, with phase buckets
+// of one phase and of many, and through a storm
 // in which 25,000 streams start at the same instant
 // (TestMemoryStoreEvictsPerAppend runs it).
 func memStoreSequences(t *testing.T) {
@@ -275,6 +286,17 @@ func memStoreSequences(t *testing.T) {
 			priming := seed%2 == 0
 			capBytes := int64(300 * (5 + seed*7%60))
 			seqRun(t, seed, priming, capBytes, 0, 3000)
+		}
+	})
+	// A long interval and uneven steps: a phase bucket (iv/4096 wide) holds
+	// streams of several phases, so a round's own bucket has streams on both
+	// sides of its phase, and rounds fall at every phase.
+	t.Run("phases", func(t *testing.T) {
+		t.Parallel()
+		for seed := uint64(1); seed <= 16; seed++ {
+			priming := seed%2 == 1
+			capBytes := int64(300 * (5 + seed*11%60))
+			seqRunAt(t, seed, priming, capBytes, 0, 3000, seqTime{iv: 1 << 20, grain: 61, span: 30000})
 		}
 	})
 	t.Run("storm", func(t *testing.T) {

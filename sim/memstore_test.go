@@ -141,7 +141,7 @@ func (c *shadowCheck) compare(e *engine, sh *shadowStore, p int32, op memOp) {
 			c.err = fmt.Errorf("%s: attempt %d is in the store, not in the append-by-append one", where, ai)
 			return
 		}
-		if lo := s.ms.lo(int32(i), e.iv); lo != st.lo {
+		if lo := s.lo(int32(i), e.iv); lo != st.lo {
 			c.err = fmt.Errorf("%s: attempt %d's first held event is %d, append by append %d", where, ai, lo, st.lo)
 			return
 		}
@@ -213,7 +213,7 @@ func (c *shadowCheck) dump(e *engine, sh *shadowStore, p int32) string {
 	s := &e.procs[p].store
 	out := fmt.Sprintf("\nstore at %d, run %d:", s.at, s.run)
 	for i, ai := range s.ms.ai {
-		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d lo %d", ai, s.ms.start[i], s.ms.e[i], s.ms.endN[i], s.ms.lo(int32(i), e.iv))
+		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d lo %d", ai, s.ms.start[i], s.ms.e[i], s.ms.endN[i], s.lo(int32(i), e.iv))
 	}
 	out += "\nshadow:"
 	for ai, st := range sh.streams {
