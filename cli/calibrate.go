@@ -18,7 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/calibrate"
 	"github.com/stormsim/stormsim/live/redisd"
-	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/live/store"
 )
 
 func init() {
@@ -104,7 +104,7 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 		defer srv.Close()
 		redisURL, which = "redis://"+srv.Addr(), "--private-redis ("+srv.Addr()+")"
 	}
-	ropts, err := topo.RedisOptions(redisURL)
+	ropts, err := store.ParseRedisURL(redisURL)
 	if err != nil {
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // it quotes the URL, password and all

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/up"
 )
 
 func init() {
@@ -52,18 +51,11 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(statePath)
+	st, err := up.ReadState(statePath)
 	if err != nil {
-		return usagef("fault: --up %s: %v", statePath, err)
+		return err
 	}
-	var st upState
-	if err := json.Unmarshal(b, &st); err != nil || st.Control == "" {
-		return usagef("fault: --up %s is not the state file of a stormsim up", statePath)
-	}
-	if st.Stopped {
-		return fmt.Errorf("fault: the stormsim up of %s (pid %d) has stopped", statePath, st.PID)
-	}
-	a, err := postFault(ctx, &st, f)
+	a, err := up.PostFault(ctx, st, f)
 	if a == nil {
 		return fmt.Errorf("fault: the stormsim up of %s: %w", statePath, err)
 	}

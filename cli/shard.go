@@ -3,15 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +14,7 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
+	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/live/shard"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -97,88 +93,10 @@ func startTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// upWait is how long run --up waits for the state file of an up that is
-// still starting (a Kubernetes Deployment starting beside the Job).
-const upWait = 5 * time.Minute
-
-// readUp reads up's state file, waiting for it to appear and name a
-// running up (until deadline), and checks it serves scenario name.
-func readUp(ctx context.Context, path, name string, deadline time.Time) (*upState, error) {
-	for {
-		b, err := os.ReadFile(path)
-		var st upState
-		switch {
-		case err == nil && json.Unmarshal(b, &st) == nil && st.Endpoint != "" && st.Control != "":
-			if st.Stopped {
-				return nil, fmt.Errorf("run: --up %s: that stormsim up (pid %d) has stopped", path, st.PID)
-			}
-			if st.Scenario != name {
-				return nil, usagef("run: --up %s serves scenario %s, not %s", path, st.Scenario, name)
-			}
-			return &st, nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return nil, usagef("run: --up %s: %v", path, err)
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return nil, usagef("run: --up %s: no state file after %v: is stormsim up running with --state %s?", path, upWait, path)
-			}
-			return nil, usagef("run: --up %s is not the state file of a stormsim up", path)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// upFault has up apply fault f now, through its control endpoint; it
-// returns the steps done and those to come.
-func upFault(ctx context.Context, st *upState, f faults.Fault) ([]string, error) {
-	a, err := postFault(ctx, st, f)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(a.Applied)
-	for _, s := range a.Later {
-		out = append(out, "to come "+s)
-	}
-	return out, nil
-}
-
-// postFault sends fault f to up's control endpoint. It returns up's answer
-// (nil when none could be read) and an error when up did not apply it.
-func postFault(ctx context.Context, st *upState, f faults.Fault) (*faultAnswer, error) {
-	body, err := json.Marshal(f)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Control+"/fault", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+st.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the stormsim up (pid %d) does not answer: %w", st.PID, err)
-	}
-	defer resp.Body.Close()
-	var a faultAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return nil, fmt.Errorf("%s from the control endpoint, and no answer it could read: %w", resp.Status, err)
-	}
-	if a.Error != "" || resp.StatusCode != http.StatusOK {
-		return &a, fmt.Errorf("%s: %s", resp.Status, a.Error)
-	}
-	return &a, nil
-}
-
 // runShard runs one shard of a sharded live run and writes its folder,
 // OUT/shard-<i>-of-<N>/, for stormsim merge. Thresholds and the
 // saturation verdict are judged on the merged run, not here.
-func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *upState) error {
+func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *up.State) error {
 	ds, err := sc.Select(designs)
 	if err != nil {
 		return usageError{err}
@@ -216,7 +134,7 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 	if st != nil {
 		opts.Endpoint, target = st.Endpoint, st.Endpoint
 		if sh.index == 0 {
-			opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
+			opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return up.Fault(ctx, st, fl) }
 		}
 	}
 	var buf, logBuf bytes.Buffer
