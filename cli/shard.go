@@ -14,8 +14,8 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
-	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/live/shard"
+	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 )

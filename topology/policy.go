@@ -1,10 +1,10 @@
 package topology
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"sort"
+
+	"github.com/stormsim/stormsim/internal/registry"
 )
 
 // View is what a policy may know about the replicas when it routes.
@@ -38,32 +38,20 @@ type Options struct {
 	Rand *rand.Rand // randomness for the random policy; required by it
 }
 
-var registry = map[string]func(*Options) Policy{}
+var policies = registry.New[func(*Options) Policy]("topology", "lb policy")
 
 // Register makes a policy available under name. It panics on a duplicate,
 // which is a programming error.
-func Register(name string, f func(*Options) Policy) {
-	if _, dup := registry[name]; dup {
-		panic("topology: duplicate policy " + name)
-	}
-	registry[name] = f
-}
+func Register(name string, f func(*Options) Policy) { policies.Register(name, f) }
 
 // PolicyNames lists the registered policies in order.
-func PolicyNames() []string {
-	n := make([]string, 0, len(registry))
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
+func PolicyNames() []string { return policies.Names() }
 
 // NewPolicy returns a fresh policy by name.
 func NewPolicy(name string, opts *Options) (Policy, error) {
-	f, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("topology: unknown lb policy %q (valid: %v)", name, PolicyNames())
+	f, err := policies.Lookup(name)
+	if err != nil {
+		return nil, err
 	}
 	if opts == nil {
 		opts = &Options{}

@@ -942,8 +942,8 @@ func storeFaultsRefused(sc *scenario.Scenario, designs []*scenario.Design) error
 		return nil
 	}
 	for i, f := range sc.Faults {
-		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
-			return &RefusedError{fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url: %w; run without --redis-url to fault a private redis-server", i, k, topo.ErrNotOurs)}
+		if faults.TouchesStore(f, sc.FaultContext()) {
+			return &RefusedError{fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url: %w; run without --redis-url to fault a private redis-server", i, f.Kind(), topo.ErrNotOurs)}
 		}
 	}
 	return nil

@@ -244,12 +244,9 @@ func (u *upRun) apply(ctx context.Context, s faults.Step, label string) error {
 	u.applyMu.Lock()
 	defer u.applyMu.Unlock()
 	err := u.t.Apply(ctx, s)
-	switch s.Kind {
-	case faults.StepStoreDown, faults.StepStoreUp, faults.StepStoreRestart:
-		if u.t.RedisAddr() == "" {
-			u.logf("%s: %s: nothing done, the design uses no Redis", label, s.Describe())
-			return nil
-		}
+	if s.Kind.Target() == faults.TargetStore && u.t.RedisAddr() == "" {
+		u.logf("%s: %s: nothing done, the design uses no Redis", label, s.Describe())
+		return nil
 	}
 	if err != nil {
 		u.logf("%s: %s: %v", label, s.Describe(), err)
@@ -295,7 +292,7 @@ func (u *upRun) faultHandler(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusBadRequest, FaultAnswer{Error: err.Error()})
 		return
 	}
-	if k := f.Kind(); (k == "store-outage" || k == "store-restart") && u.t.RedisAddr() == "" {
+	if k := f.Kind(); faults.TouchesStore(f, fc) && u.t.RedisAddr() == "" {
 		answer(http.StatusBadRequest, FaultAnswer{Error: fmt.Sprintf("fault %s: design %s uses no Redis: there is no store to fault", k, u.state.Design)})
 		return
 	}
