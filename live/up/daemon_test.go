@@ -1,6 +1,7 @@
 package up
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -26,6 +27,40 @@ func TestDecodeFault(t *testing.T) {
 	} {
 		if _, err := decodeFault([]byte(tc.body), fc); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// stormsim fault's arguments: any registered kind with its scenario keys,
+// or a short form; a kind or key that is not one is refused, naming it.
+func TestParseFault(t *testing.T) {
+	t.Parallel()
+	f, err := ParseFault([]string{"crash", "replica=1", "restart_after=5s"}, FaultFlags{})
+	if c, ok := f.(*faults.Crash); err != nil || !ok || c.Replica != 1 || c.RestartAfter.Seconds() != 5 {
+		t.Errorf("crash replica=1 restart_after=5s: %+v, %v", f, err)
+	}
+	f, err = ParseFault([]string{"crash", "2"}, FaultFlags{RestartAfter: 3e9})
+	if c, ok := f.(*faults.Crash); err != nil || !ok || c.Replica != 2 || c.RestartAfter.Seconds() != 3 {
+		t.Errorf("crash 2 --restart-after 3s: %+v, %v", f, err)
+	}
+	f, err = ParseFault([]string{"rolling-restart", "interval=10s", "graceful=true"}, FaultFlags{})
+	if r, ok := f.(*faults.RollingRestart); err != nil || !ok || r.Interval.Seconds() != 10 || !r.Graceful {
+		t.Errorf("rolling-restart, which has no short form: %+v, %v", f, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reboot", "1"}, `"reboot" is not a fault this command takes (a kind with KEY=VALUE arguments: client-drop, crash,`},
+		{[]string{"crash", "slot=1"}, `fault crash: slot: unknown key for kind "crash"`},
+		{[]string{"scale", "replicas"}, `fault scale: "replicas" is not KEY=VALUE`},
+		{[]string{"crash", "replica=one"}, "fault crash:"},
+		{[]string{"partition", "x", "soon"}, `fault partition: slot "x" is not a slot number`},
+	} {
+		_, err := ParseFault(tc.args, FaultFlags{})
+		var ie *InputError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ie) {
+			t.Errorf("%v: %v, want an InputError with %q", tc.args, err, tc.want)
 		}
 	}
 }

@@ -194,13 +194,10 @@ func allowHosts(listen, advertise string, extra []string) []string {
 
 // play applies steps at their times from start, until run ends; label
 // begins each log line.
+// A step that fails is logged, and the play goes on.
 func (u *upRun) play(run context.Context, steps []faults.Step, start time.Time, label string) {
-	for _, s := range steps {
-		select {
-		case <-run.Done():
-			return
-		case <-time.After(time.Until(start.Add(s.At))):
-		}
-		u.apply(run, s, fmt.Sprintf("%s%v", label, s.At))
-	}
+	topo.Play(run, nil, start, steps, func(_ int, s faults.Step) error { //nolint:errcheck // do never fails
+		u.apply(run, s, fmt.Sprintf("%s%v", label, s.At)) //nolint:errcheck // apply logs it
+		return nil
+	})
 }
