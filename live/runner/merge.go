@@ -85,10 +85,6 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	}
 	d := designs[0]
 	t0 := m0.StartAt
-	dr := &designRun{
-		sc: sc, d: d, t0: t0, endpoint: m0.Target, own: d.Own, tool: m0.Tool,
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1),
-	}
 	h := &history.History{}
 	owner := map[int32]int{} // client -> its shard
 	for i, p := range parts {
@@ -105,7 +101,8 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		}
 		h.Join(ph)
 	}
-	in := &judgeIn{noCounts: "the shards ran against a server stormsim keeps no counters of"}
+	in := &evidence{d: d, t0: t0, endpoint: m0.Target, tool: m0.Tool, faults: scenario.Header(sc, "live").Faults,
+		noCounts: "the shards ran against a server stormsim keeps no counters of"}
 	var notes []string
 	negative := make([]int, len(parts))
 	if opts.UpLogs != "" && d.Own == nil {
@@ -166,10 +163,8 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	if d.Own == nil && d.Server == topology.ServerGoSDK {
 		in.noCounts = "the go-sdk replica keeps no counters stormsim can read: the SDK exposes no count of the events it produced or sent"
 	}
-	row, res := judgeDesign(sc, d, dr, h, in)
-	if r := row.Reconciliation; opts.UpLogs != "" && r != nil && (r.OK || r.NotReconcilable != "") {
-		notes = append(notes, r.Line()) // the mismatches have a note of their own
-	}
+	in.upLogNotes, in.sayReconciliation = notes, opts.UpLogs != ""
+	notes = nil
 
 	r := scenario.Header(sc, "live")
 	blk := &report.Shards{Count: m0.Count, StartAt: m0.StartAt, StartToleranceMS: float64(opts.StartTolerance) / 1e6}
@@ -195,8 +190,8 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	if sc.ProbesFor(d) {
 		notes = append(notes, "the isolation probes do not run in a sharded run (each shard would probe its own clients' sessions only): run the scenario unsharded to probe")
 	}
-	row.Notes = append(row.Notes, notes...)
-	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, r.Faults)
+	in.shardNotes = notes
+	row, res := judge(h, in)
 	r.Designs = append(r.Designs, row)
 	if opts.Results != nil {
 		enc := vegeta.NewEncoder(opts.Results)
