@@ -37,10 +37,13 @@ func (f *CrashAndDrop) Validate(ctx Context) []error {
 	return c.errs
 }
 
+// Steps cuts the clients' streams first, then kills the replica, at the
+// same instant: the order a client-drop fault listed before a crash at the
+// same time gives.
 func (f *CrashAndDrop) Steps(Context) []Step {
 	s := []Step{
-		{At: f.At, Kind: StepStop, Replica: f.Replica},
 		{At: f.At, Kind: StepClientDrop, Fraction: f.Fraction, Away: f.Away},
+		{At: f.At, Kind: StepStop, Replica: f.Replica},
 	}
 	if f.RestartAfter > 0 {
 		s = append(s, Step{At: f.At + f.RestartAfter, Kind: StepStart, Replica: f.Replica})
