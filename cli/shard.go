@@ -97,31 +97,8 @@ func startTime(s string) (time.Time, error) {
 // OUT/shard-<i>-of-<N>/, for stormsim merge. Thresholds and the
 // saturation verdict are judged on the merged run, not here.
 func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *up.State) error {
-	ds, err := sc.Select(designs)
+	d, startAt, abs, file, err := shardInput(f, sc, designs)
 	if err != nil {
-		return usageError{err}
-	}
-	if len(ds) != 1 {
-		var names []string
-		for _, d := range ds {
-			names = append(names, d.Name)
-		}
-		return usagef("run: a sharded run runs one design: name it with --designs (%s has %s)", sc.Name, strings.Join(names, ", "))
-	}
-	d := ds[0]
-	startAt, err := startTime(f.startAt)
-	if err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(f.file)
-	if err != nil {
-		return err
-	}
-	file, err := os.ReadFile(abs)
-	if err != nil {
-		return usagef("run: --file %s: %v", f.file, err)
-	}
-	if err := probeOut(f.out); err != nil {
 		return err
 	}
 	inject, err := injectedLateness()
@@ -155,15 +132,37 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 		}
 		return err
 	}
-	files, err := out.Report.Files()
+	meta, files, err := shardFiles(f, sh, sc, d, sets, target, out, startAt, file, buf.Bytes(), logBuf.Bytes())
 	if err != nil {
 		return err
+	}
+	dir, err := shard.Write(f.out, meta, files)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		if err := out.Report.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nshard %d of %d: %d clients, started %.0f ms after the start time: %s\n", sh.index, sh.count, out.Clients, meta.StartOffsetMS, dir)
+		fmt.Fprintf(env.Stdout, "merge the shards with: stormsim merge %s\n", f.out)
+	}
+	return nil
+}
+
+// shardFiles are a shard's folder's files and its shard.json: the run's
+// report files, its results, histories and log, and the scenarios file it
+// ran.
+func shardFiles(f *runFlags, sh *shardPlan, sc *scenario.Scenario, d *scenario.Design, sets []string, target string, out *runner.Output, startAt time.Time, file, results, log []byte) (*shard.Meta, map[string][]byte, error) {
+	files, err := out.Report.Files()
+	if err != nil {
+		return nil, nil, err
 	}
 	hist, err := history.EncodeHistories(out.Histories)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	files["results.bin"], files[history.HistoryFile], files["live.log"], files[shard.ScenarioFile] = buf.Bytes(), hist, logBuf.Bytes(), file
+	files["results.bin"], files[history.HistoryFile], files["live.log"], files[shard.ScenarioFile] = results, hist, log, file
 	host, _ := os.Hostname()
 	if startAt.IsZero() {
 		startAt = out.Started
@@ -182,16 +181,38 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 	if target == "" {
 		meta.Target = "its own topology"
 	}
-	dir, err := shard.Write(f.out, meta, files)
+	return meta, files, nil
+}
+
+// shardInput is a shard's one design, its start time and the scenarios
+// file (its absolute path and its bytes, which the shard's folder keeps),
+// once the output folder is known to be writable.
+func shardInput(f *runFlags, sc *scenario.Scenario, designs []string) (*scenario.Design, time.Time, string, []byte, error) {
+	ds, err := sc.Select(designs)
 	if err != nil {
-		return err
+		return nil, time.Time{}, "", nil, usageError{err}
 	}
-	if !f.quiet {
-		if err := out.Report.WriteTable(env.Stdout); err != nil {
-			return err
+	if len(ds) != 1 {
+		var names []string
+		for _, d := range ds {
+			names = append(names, d.Name)
 		}
-		fmt.Fprintf(env.Stdout, "\nshard %d of %d: %d clients, started %.0f ms after the start time: %s\n", sh.index, sh.count, out.Clients, meta.StartOffsetMS, dir)
-		fmt.Fprintf(env.Stdout, "merge the shards with: stormsim merge %s\n", f.out)
+		return nil, time.Time{}, "", nil, usagef("run: a sharded run runs one design: name it with --designs (%s has %s)", sc.Name, strings.Join(names, ", "))
 	}
-	return nil
+	startAt, err := startTime(f.startAt)
+	if err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	abs, err := filepath.Abs(f.file)
+	if err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	file, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, time.Time{}, "", nil, usagef("run: --file %s: %v", f.file, err)
+	}
+	if err := probeOut(f.out); err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	return ds[0], startAt, abs, file, nil
 }
