@@ -18,7 +18,7 @@ import (
 
 	"github.com/stormsim/stormsim/calibrate"
 	"github.com/stormsim/stormsim/live/redisd"
-	"github.com/stormsim/stormsim/live/topo"
+	"github.com/stormsim/stormsim/live/store"
 )
 
 func init() {
@@ -48,22 +48,28 @@ It writes only keys under a fresh random prefix, each with a TTL, and deletes th
 exits, also on an error or Ctrl-C. Calibrate against an otherwise idle Redis: other clients' work
 counts in its CPU time. A run with the defaults takes about 15 s.`
 
+// calibrateFlags are calibrate's flags, and the lists read from them.
+type calibrateFlags struct {
+	redisURL, out, conc, lengths string
+	private, quiet               bool
+	eventBytes, replayEvents     int
+	step                         time.Duration
+	concurrency, replayLengths   []int
+}
+
 func calibrateCmd(ctx context.Context, env *Env, args []string) error {
-	var redisURL, out, conc, lengths string
-	var private, quiet bool
-	var eventBytes, replayEvents int
-	var step time.Duration
+	var f calibrateFlags
 	fs := newFlags(env, "calibrate", "--redis URL | --private-redis [flags]", calibrateAbout)
-	fs.StringVar(&redisURL, "redis", "", "the Redis to measure (`URL`: redis://[user:password@]host:port[/db], or host:port)")
-	fs.StringVar(&redisURL, "redis-url", "", "the same as --redis (`URL`)")
-	fs.BoolVar(&private, "private-redis", false, "start a private redis-server on a free loopback port, measure it and stop it")
-	fs.StringVar(&out, "out", "calibrated/redis.toml", "the store-model `file` to write (atomically; its folder is created)")
-	fs.IntVar(&eventBytes, "event-bytes", calibrate.DefaultEventBytes, "payload of one event (`bytes`; the scenarios' default workload.event_bytes)")
-	fs.StringVar(&conc, "concurrency", joinInts(calibrate.DefaultConcurrency), "requests in flight to measure at (`list`; 1 is always measured)")
-	fs.DurationVar(&step, "step", time.Second, "how long each throughput step runs (`duration`; three per concurrency)")
-	fs.IntVar(&replayEvents, "replay-events", 100, "events per replay in the throughput steps (`n`)")
-	fs.StringVar(&lengths, "replay-lengths", joinInts(calibrate.DefaultReplayLengths), "replay lengths the latency fit uses (`list`)")
-	fs.BoolVar(&quiet, "quiet", false, "print nothing but errors")
+	fs.StringVar(&f.redisURL, "redis", "", "the Redis to measure (`URL`: redis://[user:password@]host:port[/db], or host:port)")
+	fs.StringVar(&f.redisURL, "redis-url", "", "the same as --redis (`URL`)")
+	fs.BoolVar(&f.private, "private-redis", false, "start a private redis-server on a free loopback port, measure it and stop it")
+	fs.StringVar(&f.out, "out", "calibrated/redis.toml", "the store-model `file` to write (atomically; its folder is created)")
+	fs.IntVar(&f.eventBytes, "event-bytes", calibrate.DefaultEventBytes, "payload of one event (`bytes`; the scenarios' default workload.event_bytes)")
+	fs.StringVar(&f.conc, "concurrency", joinInts(calibrate.DefaultConcurrency), "requests in flight to measure at (`list`; 1 is always measured)")
+	fs.DurationVar(&f.step, "step", time.Second, "how long each throughput step runs (`duration`; three per concurrency)")
+	fs.IntVar(&f.replayEvents, "replay-events", 100, "events per replay in the throughput steps (`n`)")
+	fs.StringVar(&f.lengths, "replay-lengths", joinInts(calibrate.DefaultReplayLengths), "replay lengths the latency fit uses (`list`)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -71,48 +77,64 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 0 {
 		return usagef("calibrate: want no arguments, got %q", pos)
 	}
-	if (redisURL == "") == !private {
-		return usagef("calibrate: want --redis URL or --private-redis (exactly one)")
-	}
-	concurrency, err := parseInts("--concurrency", conc, 1, 10_000)
-	if err != nil {
+	if err := f.check(); err != nil {
 		return err
 	}
-	replayLengths, err := parseInts("--replay-lengths", lengths, 1, 100_000)
-	if err != nil {
-		return err
-	}
-	switch {
-	case eventBytes < 1 || eventBytes > 64<<10:
-		return usagef("calibrate: --event-bytes %d: want 1..65536", eventBytes)
-	case step < 10*time.Millisecond:
-		return usagef("calibrate: --step %v: want at least 10ms", step)
-	case replayEvents < 2 || replayEvents > 100_000:
-		return usagef("calibrate: --replay-events %d: want 2..100000", replayEvents)
-	case len(slices.Compact(slices.Sorted(slices.Values(replayLengths)))) < 2:
-		return usagef("calibrate: --replay-lengths %s: want at least two different lengths", lengths)
-	case out == "":
-		return usagef("calibrate: --out: want a file")
-	}
-
-	which := "--redis " + redactURL(redisURL)
-	if private {
+	which := "--redis " + redactURL(f.redisURL)
+	if f.private {
 		srv, err := redisd.Start(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("calibrate: --private-redis: %w", err)
 		}
 		defer srv.Close()
-		redisURL, which = "redis://"+srv.Addr(), "--private-redis ("+srv.Addr()+")"
+		f.redisURL, which = "redis://"+srv.Addr(), "--private-redis ("+srv.Addr()+")"
 	}
-	ropts, err := topo.RedisOptions(redisURL)
+	rdb, err := f.dial(ctx, which)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return f.measure(ctx, env, rdb, which, args)
+}
+
+// check refuses flags out of their ranges and reads the lists.
+func (f *calibrateFlags) check() error {
+	if (f.redisURL == "") == !f.private {
+		return usagef("calibrate: want --redis URL or --private-redis (exactly one)")
+	}
+	var err error
+	if f.concurrency, err = parseInts("--concurrency", f.conc, 1, 10_000); err != nil {
+		return err
+	}
+	if f.replayLengths, err = parseInts("--replay-lengths", f.lengths, 1, 100_000); err != nil {
+		return err
+	}
+	switch {
+	case f.eventBytes < 1 || f.eventBytes > 64<<10:
+		return usagef("calibrate: --event-bytes %d: want 1..65536", f.eventBytes)
+	case f.step < 10*time.Millisecond:
+		return usagef("calibrate: --step %v: want at least 10ms", f.step)
+	case f.replayEvents < 2 || f.replayEvents > 100_000:
+		return usagef("calibrate: --replay-events %d: want 2..100000", f.replayEvents)
+	case len(slices.Compact(slices.Sorted(slices.Values(f.replayLengths)))) < 2:
+		return usagef("calibrate: --replay-lengths %s: want at least two different lengths", f.lengths)
+	case f.out == "":
+		return usagef("calibrate: --out: want a file")
+	}
+	return nil
+}
+
+// dial connects to the Redis to measure, dialling once first: a clear
+// error for an address where nothing listens, before the client's own
+// retries and logging.
+func (f *calibrateFlags) dial(ctx context.Context, which string) (*redis.Client, error) {
+	ropts, err := store.ParseRedisURL(f.redisURL)
 	if err != nil {
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // it quotes the URL, password and all
 		}
-		return usagef("calibrate: %s: %v", which, err)
+		return nil, usagef("calibrate: %s: %v", which, err)
 	}
-	// Dial once first: a clear error for an address where nothing listens,
-	// before the client's own retries and logging.
 	network := ropts.Network
 	if network == "" {
 		network = "tcp"
@@ -120,15 +142,17 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 	conn, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, ropts.Addr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return fmt.Errorf("calibrate: %s: cannot reach Redis: %v", which, err)
+		return nil, fmt.Errorf("calibrate: %s: cannot reach Redis: %v", which, err)
 	}
 	conn.Close()
-	ropts.PoolSize = slices.Max(concurrency)
-	rdb := redis.NewClient(ropts)
-	defer rdb.Close()
+	ropts.PoolSize = slices.Max(f.concurrency)
+	return redis.NewClient(ropts), nil
+}
 
+// measure measures rdb and writes the store model to --out.
+func (f *calibrateFlags) measure(ctx context.Context, env *Env, rdb *redis.Client, which string, args []string) error {
 	var add func(time.Duration)
 	var doneProgress func()
 	defer func() {
@@ -137,11 +161,11 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 	}()
 	res, err := calibrate.Measure(ctx, rdb, &calibrate.Options{
-		EventBytes: eventBytes, Concurrency: concurrency, Step: step,
-		ReplayEvents: replayEvents, ReplayLengths: replayLengths,
+		EventBytes: f.eventBytes, Concurrency: f.concurrency, Step: f.step,
+		ReplayEvents: f.replayEvents, ReplayLengths: f.replayLengths,
 		Progress: func(done, total int) {
 			if doneProgress == nil {
-				add, doneProgress = newProgress(env, quiet, time.Duration(total)*time.Millisecond, "calibrate")
+				add, doneProgress = newProgress(env, f.quiet, time.Duration(total)*time.Millisecond, "calibrate")
 			}
 			if add != nil {
 				add(time.Millisecond)
@@ -157,6 +181,7 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		return fmt.Errorf("%w (%s)", err, which)
 	}
+	out := f.out
 	data, err := res.Model(calibrateCommand(args), filepath.ToSlash(filepath.Clean(out)))
 	if err != nil {
 		return err
@@ -171,7 +196,7 @@ func calibrateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		return fmt.Errorf("calibrate: --out %s: %w", out, err)
 	}
-	if !quiet {
+	if !f.quiet {
 		printCalibration(env, res, out)
 	}
 	return nil

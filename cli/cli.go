@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/orchestrate"
 )
 
@@ -38,6 +40,15 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// isUsage reports whether err is bad input: the command's own, or one
+// the library packages a command calls say is (their InputError).
+func isUsage(err error) bool {
+	var ue usageError
+	var ui *up.InputError
+	var ri *replica.InputError
+	return errors.As(err, &ue) || errors.As(err, &ui) || errors.As(err, &ri)
+}
 
 type command struct {
 	name    string
@@ -110,8 +121,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 			return ec.ExitCode()
 		}
 		fmt.Fprintln(env.Stderr, "stormsim:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
+		if isUsage(err) {
 			return ExitUsage
 		}
 		return ExitError

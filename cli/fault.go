@@ -2,35 +2,31 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/live/up"
 )
 
 func init() {
 	register(command{name: "fault", summary: "apply a fault now to the topology of a running stormsim up", run: faultCmd})
 }
 
-// faultUsage lists the faults `stormsim fault` takes.
-const faultUsage = `--up STATE FAULT ARGS
-
-  restart SLOT [--hard] [--downtime D]   drain (or, with --hard, kill) the slot's process and start a fresh one D later
-  crash SLOT [--restart-after D]         kill it; it stays down unless --restart-after
-  drop FRACTION                          cut that fraction of the open connections through the LB
-  partition SLOT DURATION                make the slot unreachable from the LB for DURATION
-  latency EXTRA DURATION                 add EXTRA to every request through the LB for DURATION
-  store-outage DURATION                  stop the redis-server up started (SIGSTOP) for DURATION
-  store-restart [--persistent]           restart it, empty unless --persistent`
+// faultUsage lists the faults `stormsim fault` takes: any registered kind
+// with its scenario keys, and the short forms.
+func faultUsage() string {
+	return "--up STATE FAULT ARGS\n\n" +
+		"  KIND KEY=VALUE...                      a fault block of scenarios.toml, at 0 s: " + strings.Join(faults.Kinds(), ", ") + "\n" +
+		up.Shorthands
+}
 
 func faultCmd(ctx context.Context, env *Env, args []string) error {
 	var statePath string
 	var hard, persistent bool
 	var downtime, restartAfter time.Duration
-	fs := newFlags(env, "fault", faultUsage,
+	fs := newFlags(env, "fault", faultUsage(),
 		"Apply one fault now to the topology of a running `stormsim up`, through its control endpoint (on\n"+
 			"loopback unless up's --control-listen says otherwise; its address and token are in up's state file).\n"+
 			"The fault is the scenario's fault of that kind (docs/reference.md, \"Fault kinds\"), carried out by the\n"+
@@ -48,22 +44,15 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 	if statePath == "" || len(pos) == 0 {
 		return usagef("fault: want --up STATE and a fault (stormsim fault --help lists them)")
 	}
-	f, err := faultOf(pos, hard, persistent, downtime, restartAfter)
+	f, err := up.ParseFault(pos, up.FaultFlags{Hard: hard, Persistent: persistent, Downtime: downtime, RestartAfter: restartAfter})
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(statePath)
+	st, err := up.ReadState(statePath)
 	if err != nil {
-		return usagef("fault: --up %s: %v", statePath, err)
+		return err
 	}
-	var st upState
-	if err := json.Unmarshal(b, &st); err != nil || st.Control == "" {
-		return usagef("fault: --up %s is not the state file of a stormsim up", statePath)
-	}
-	if st.Stopped {
-		return fmt.Errorf("fault: the stormsim up of %s (pid %d) has stopped", statePath, st.PID)
-	}
-	a, err := postFault(ctx, &st, f)
+	a, err := up.PostFault(ctx, st, f)
 	if a == nil {
 		return fmt.Errorf("fault: the stormsim up of %s: %w", statePath, err)
 	}
@@ -77,94 +66,4 @@ func faultCmd(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("fault: %w", err)
 	}
 	return nil
-}
-
-// faultOf builds the fault a command line names, as a scenario's fault
-// block of that kind at 0 s.
-func faultOf(pos []string, hard, persistent bool, downtime, restartAfter time.Duration) (faults.Fault, error) {
-	kind, args := pos[0], pos[1:]
-	want := func(n int, what string) error {
-		if len(args) != n {
-			return usagef("fault %s: want %s", kind, what)
-		}
-		return nil
-	}
-	slot := func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, usagef("fault %s: slot %q is not a slot number", kind, s)
-		}
-		return n, nil
-	}
-	dur := func(s, what string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return 0, usagef("fault %s: %s %q is not a positive duration such as 10s", kind, what, s)
-		}
-		return d, nil
-	}
-	switch kind {
-	case "restart", "crash":
-		if err := want(1, "SLOT"); err != nil {
-			return nil, err
-		}
-		n, err := slot(args[0])
-		if err != nil {
-			return nil, err
-		}
-		if kind == "crash" {
-			return &faults.Crash{Kind_: kind, Replica: n, RestartAfter: restartAfter}, nil
-		}
-		return &faults.Restart{Kind_: kind, Replica: n, Downtime: downtime, Graceful: !hard}, nil
-	case "drop":
-		if err := want(1, "FRACTION"); err != nil {
-			return nil, err
-		}
-		x, err := strconv.ParseFloat(args[0], 64)
-		if err != nil || x <= 0 || x > 1 {
-			return nil, usagef("fault drop: fraction %q is not in (0, 1]", args[0])
-		}
-		return &faults.ClientDrop{Kind_: "client-drop", Fraction: x}, nil
-	case "partition":
-		if err := want(2, "SLOT DURATION"); err != nil {
-			return nil, err
-		}
-		n, err := slot(args[0])
-		if err != nil {
-			return nil, err
-		}
-		d, err := dur(args[1], "duration")
-		if err != nil {
-			return nil, err
-		}
-		return &faults.Partition{Kind_: kind, Replica: n, Duration: d}, nil
-	case "latency":
-		if err := want(2, "EXTRA DURATION"); err != nil {
-			return nil, err
-		}
-		extra, err := dur(args[0], "extra")
-		if err != nil {
-			return nil, err
-		}
-		d, err := dur(args[1], "duration")
-		if err != nil {
-			return nil, err
-		}
-		return &faults.Latency{Kind_: kind, Extra: extra, Duration: d}, nil
-	case "store-outage":
-		if err := want(1, "DURATION"); err != nil {
-			return nil, err
-		}
-		d, err := dur(args[0], "duration")
-		if err != nil {
-			return nil, err
-		}
-		return &faults.StoreOutage{Kind_: kind, Duration: d}, nil
-	case "store-restart":
-		if err := want(0, "no argument"); err != nil {
-			return nil, err
-		}
-		return &faults.StoreRestart{Kind_: kind, Persistent: persistent}, nil
-	}
-	return nil, usagef("fault: %q is not a fault this command takes (restart, crash, drop, partition, latency, store-outage, store-restart)", kind)
 }

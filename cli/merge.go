@@ -87,26 +87,31 @@ func mergeCmd(ctx context.Context, env *Env, args []string) error {
 	for _, n := range notes {
 		rep.Notes = append(rep.Notes, "merge: "+n)
 	}
-	files, err := runFiles(rep, !f.noCharts)
-	if err != nil {
-		return err
-	}
-	hist, err := history.EncodeHistories(out.Histories)
-	if err != nil {
-		return err
-	}
-	files["results.bin"], files[history.HistoryFile] = results.Bytes(), hist
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	// The merged run is named after the start time every shard shared,
-	// not the moment it was merged: merging the same set again names the
-	// same run (WriteRun adds -2).
-	dir, err := report.WriteRun(filepath.Join(f.out, sc.Name), report.RunDir(first.StartAt, sc.Seed), files)
+	dir, err := f.write(ctx, sc, out, results.Bytes(), first.StartAt)
 	if err != nil {
 		return err
 	}
 	return f.verdict(env, sc, rep, dir, len(parts))
+}
+
+// write writes the merged run's folder: its report files, results and
+// histories. The merged run is named after the start time every shard
+// shared, not the moment it was merged: merging the same set again names
+// the same run (WriteRun adds -2).
+func (f *mergeFlags) write(ctx context.Context, sc *scenario.Scenario, out *runner.Output, results []byte, startAt time.Time) (string, error) {
+	files, err := runFiles(out.Report, !f.noCharts)
+	if err != nil {
+		return "", err
+	}
+	hist, err := history.EncodeHistories(out.Histories)
+	if err != nil {
+		return "", err
+	}
+	files["results.bin"], files[history.HistoryFile] = results, hist
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	return report.WriteRun(filepath.Join(f.out, sc.Name), report.RunDir(startAt, sc.Seed), files)
 }
 
 func parseMerge(env *Env, args []string) (*mergeFlags, []string, error) {

@@ -155,6 +155,12 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
+	return nt.finish(ctx, env, out, date, len(scs))
+}
+
+// finish writes the run's summary.md and junit.xml into OUT/<date>/,
+// prints the outcome, and gives the verdict.
+func (nt *night) finish(ctx context.Context, env *Env, out, date string, scenarios int) error {
 	if len(nt.failLines) > 0 {
 		nt.sum.WriteString("\n## Failures\n\n")
 		for _, l := range nt.failLines {
@@ -180,7 +186,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(len(scs), "scenario"), plural(nt.junit.Tests, "test"), nt.junit.Failures, filepath.Join(dir, "junit.xml"))
+	fmt.Fprintf(env.Stdout, "nightly: %s, %s, %d failed; %s\n", plural(scenarios, "scenario"), plural(nt.junit.Tests, "test"), nt.junit.Failures, filepath.Join(dir, "junit.xml"))
 	for _, l := range nt.liveLines {
 		fmt.Fprintln(env.Stdout, "  live: "+l)
 	}
@@ -190,7 +196,7 @@ func nightlyCmd(ctx context.Context, env *Env, args []string) error {
 	for _, l := range nt.noteLines {
 		fmt.Fprintln(env.Stdout, "  note: "+l)
 	}
-	return nt.verdict(len(scs))
+	return nt.verdict(scenarios)
 }
 
 // night is a nightly run in progress: its settings, the files it writes
@@ -250,6 +256,13 @@ func (nt *night) scenario(ctx context.Context, env *Env, f *scenarioFlags, sc *s
 		fmt.Fprintf(&nt.sum, "| %s | 0 | 0 | no verdict: host saturated | [report.html](%s/report.html) |\n", sc.Name, sc.Name)
 		return nil
 	}
+	nt.judge(env, sc, r, eng)
+	return nil
+}
+
+// judge checks a scenario's thresholds and its baseline, and records the
+// outcome in the summary, junit.xml and the failure and note lines.
+func (nt *night) judge(env *Env, sc *scenario.Scenario, r *report.Report, eng string) {
 	results := expect.Evaluate(r, sc.Expect)
 	failed := expect.Failed(results)
 	var designs []string
@@ -299,7 +312,6 @@ func (nt *night) scenario(ctx context.Context, env *Env, f *scenarioFlags, sc *s
 	if berr != nil {
 		nt.failLines = append(nt.failLines, sc.Name+": "+berr.Error())
 	}
-	return nil
 }
 
 var errNoBaseline = errors.New("no baseline")
@@ -388,62 +400,83 @@ func baselineCmd(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	// Run everything first: an interrupted or failed refresh writes nothing.
-	data := map[string][]byte{}
-	paths := map[string]string{}
-	moved := map[string][]expect.Moved{}
-	var names []string
+	b := &baselines{data: map[string][]byte{}, paths: map[string]string{}, moved: map[string][]expect.Moved{}}
 	for _, sc := range scs {
-		eng, n := nightlyEngine(sc, engine, seeds)
-		r, err := f.runOn(ctx, sc, eng, n)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		if err := b.record(ctx, env, &f, sc, dir, engine, seeds); err != nil {
 			return err
 		}
-		if r.Host != nil && r.Host.Saturated {
-			return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: baseline: %s: the host was saturated (%s), so the live run is no baseline; nothing was written",
-				sc.Name, strings.Join(r.Host.Reasons, "; "))}
-		}
-		key := sc.Name
-		if eng == "live" {
-			key += " (live)"
-		}
-		names = append(names, key)
-		cur := expect.FromReport(r)
-		if data[key], err = cur.JSON(); err != nil {
-			return err
-		}
-		paths[key] = baselinePath(dir, sc.Name, eng)
-		var old *expect.Baseline
-		if _, err := os.Stat(paths[key]); err == nil {
-			if old, err = expect.ReadRun(paths[key]); err != nil {
-				fmt.Fprintf(env.Stderr, "stormsim: baseline: %v: replaced whole\n", err)
-				old = nil
-			}
-		}
-		moved[key] = expect.Diff(old, cur)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	for _, key := range names {
-		path := paths[key]
+	return b.write(env, dir)
+}
+
+// baselines is a baseline refresh in progress: each scenario's new
+// baseline, its path, and what moved, by scenario (and engine).
+type baselines struct {
+	data  map[string][]byte
+	paths map[string]string
+	moved map[string][]expect.Moved
+	names []string
+}
+
+// record runs scenario sc on its nightly engine and keeps its baseline and
+// what moved from the one in dir.
+func (b *baselines) record(ctx context.Context, env *Env, f *scenarioFlags, sc *scenario.Scenario, dir, engine string, seeds int) error {
+	eng, n := nightlyEngine(sc, engine, seeds)
+	r, err := f.runOn(ctx, sc, eng, n)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if r.Host != nil && r.Host.Saturated {
+		return exitErr{code: ExitSaturated, msg: fmt.Sprintf("stormsim: baseline: %s: the host was saturated (%s), so the live run is no baseline; nothing was written",
+			sc.Name, strings.Join(r.Host.Reasons, "; "))}
+	}
+	key := sc.Name
+	if eng == "live" {
+		key += " (live)"
+	}
+	b.names = append(b.names, key)
+	cur := expect.FromReport(r)
+	if b.data[key], err = cur.JSON(); err != nil {
+		return err
+	}
+	b.paths[key] = baselinePath(dir, sc.Name, eng)
+	var old *expect.Baseline
+	if _, err := os.Stat(b.paths[key]); err == nil {
+		if old, err = expect.ReadRun(b.paths[key]); err != nil {
+			fmt.Fprintf(env.Stderr, "stormsim: baseline: %v: replaced whole\n", err)
+			old = nil
+		}
+	}
+	b.moved[key] = expect.Diff(old, cur)
+	return nil
+}
+
+// write writes every baseline recorded, each whole through a rename, and
+// DIR/CHANGES.md, and prints what moved.
+func (b *baselines) write(env *Env, dir string) error {
+	for _, key := range b.names {
+		path := b.paths[key]
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data[key], 0o644); err != nil {
+		if err := os.WriteFile(tmp, b.data[key], 0o644); err != nil {
 			return err
 		}
 		if err := os.Rename(tmp, path); err != nil {
 			os.Remove(tmp)
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "baseline: %s: %s\n", path, plural(len(moved[key]), "change"))
-		for _, m := range moved[key] {
+		fmt.Fprintf(env.Stdout, "baseline: %s: %s\n", path, plural(len(b.moved[key]), "change"))
+		for _, m := range b.moved[key] {
 			fmt.Fprintln(env.Stdout, "  "+m.String())
 		}
 	}
 	changes := filepath.Join(dir, "CHANGES.md")
-	if err := os.WriteFile(changes, expect.ChangesMarkdown(names, moved), 0o644); err != nil {
+	if err := os.WriteFile(changes, expect.ChangesMarkdown(b.names, b.moved), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "baseline: the list of changes is in %s\n", changes)
@@ -486,7 +519,13 @@ func compareCmd(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	fmt.Fprintf(env.Stdout, "compare %s: %s -> %s (%s engine)\n", cmp.Scenario, pos[0], pos[1], cur.Engine)
+	printComparison(env, cmp, tols, pos[0], pos[1], cur.Engine, acceptBetter)
+	return compareVerdict(cmp, acceptBetter)
+}
+
+// printComparison prints what moved between two runs, by how much.
+func printComparison(env *Env, cmp *expect.Comparison, tols expect.Tolerances, basePath, curPath, engine string, acceptBetter bool) {
+	fmt.Fprintf(env.Stdout, "compare %s: %s -> %s (%s engine)\n", cmp.Scenario, basePath, curPath, engine)
 	fmt.Fprintf(env.Stdout, "tolerances: %s\n", describeTolerances(tols))
 	for _, n := range cmp.Notes {
 		fmt.Fprintln(env.Stdout, "note: "+n)
@@ -512,6 +551,11 @@ func compareCmd(_ context.Context, env *Env, args []string) error {
 			fmt.Fprintln(env.Stdout, line)
 		}
 	}
+}
+
+// compareVerdict is compare's exit: 1 on a regression, on a change not
+// accepted, or on a design without a baseline.
+func compareVerdict(cmp *expect.Comparison, acceptBetter bool) error {
 	failing := cmp.Failing(acceptBetter)
 	changed := len(failing) - len(cmp.Regressions)
 	switch {

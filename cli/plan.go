@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -73,17 +74,7 @@ written, whether or not a design meets the goals; plan.md says which.`
 func planCmd(ctx context.Context, env *Env, args []string) error {
 	var f planFlags
 	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--size-for KEY=VALUE] [flags]", planAbout)
-	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
-	fs.Var(&f.sweeps, "sweep", "sweep a numeric key, repeatable; the first is the load (`KEY=VALUES`: a,b,c or lo..hi@N)")
-	fs.StringVar(&f.sizeFor, "size-for", "", "the load to plan for (`KEY=VALUE`, KEY the first --sweep's; default its largest value)")
-	fs.StringVar(&f.designs, "designs", "", "plan only these designs, comma-separated (`a,b`)")
-	fs.IntVar(&f.jobs, "jobs", 0, "simulations run at once (`N`; 0 = one per core)")
-	fs.Var(&f.set, "set", "override a scenario key at every grid point, repeatable (`key=value`)")
-	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
-	fs.StringVar(&f.out, "out", "results", "results `dir`; the plan goes to DIR/plan/<scenario>/<UTC time>/")
-	fs.BoolVar(&f.force, "force", false, "run a grid of more than 10000 points")
-	fs.Var(&f.goals, "goal", "set a service goal over the defaults and the scenario's goals table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. recovery_latency_ms_p99_max=5000)")
-	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	f.define(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -98,30 +89,45 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := pos[0]
+	g, goals, target, err := f.grid(pos[0], designs)
+	if err != nil {
+		return err
+	}
+	return f.run(ctx, env, g, goals, target)
+}
+
+// define declares plan's flags on fs.
+func (f *planFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "file", DefaultFile, "scenarios `file`")
+	fs.Var(&f.sweeps, "sweep", "sweep a numeric key, repeatable; the first is the load (`KEY=VALUES`: a,b,c or lo..hi@N)")
+	fs.StringVar(&f.sizeFor, "size-for", "", "the load to plan for (`KEY=VALUE`, KEY the first --sweep's; default its largest value)")
+	fs.StringVar(&f.designs, "designs", "", "plan only these designs, comma-separated (`a,b`)")
+	fs.IntVar(&f.jobs, "jobs", 0, "simulations run at once (`N`; 0 = one per core)")
+	fs.Var(&f.set, "set", "override a scenario key at every grid point, repeatable (`key=value`)")
+	fs.StringVar(&f.seed, "seed", "", "override the scenario's seed (`N`)")
+	fs.StringVar(&f.out, "out", "results", "results `dir`; the plan goes to DIR/plan/<scenario>/<UTC time>/")
+	fs.BoolVar(&f.force, "force", false, "run a grid of more than 10000 points")
+	fs.Var(&f.goals, "goal", "set a service goal over the defaults and the scenario's goals table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. recovery_latency_ms_p99_max=5000)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+}
+
+// grid reads scenario name, the --goal flags, the sweeps and --size-for
+// into the plan's grid, its goals and the load to plan for.
+func (f *planFlags) grid(name string, designs []string) (*plan.Grid, []scenario.Check, float64, error) {
 	base := []string(f.set)
 	if f.seed != "" {
 		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
-			return usagef("plan: --seed %q is not an integer in 0..9223372036854775807", f.seed)
+			return nil, nil, 0, usagef("plan: --seed %q is not an integer in 0..9223372036854775807", f.seed)
 		}
 		base = append(slices.Clone(base), "seed="+f.seed)
 	}
 	data, err := scenario.ReadFile(f.file)
 	if err != nil {
-		return usageError{fmt.Errorf("plan: %w", err)}
+		return nil, nil, 0, usageError{fmt.Errorf("plan: %w", err)}
 	}
-	var goals []scenario.Check
-	for _, g := range f.goals {
-		k, v, found := strings.Cut(g, "=")
-		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if !found || err != nil {
-			return usagef("plan: --goal %q: want metric_max=N or metric_min=N with a number N", g)
-		}
-		c, err := scenario.ParseCheck(strings.TrimSpace(k), n)
-		if err != nil {
-			return usagef("plan: --goal %q: %v", g, err)
-		}
-		goals = append(goals, c)
+	goals, err := f.goalChecks()
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	load := func(set []string) (*scenario.Scenario, error) {
 		file, err := scenario.Parse(f.file, data, &scenario.Options{Set: set, Target: name})
@@ -132,7 +138,7 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	baseSc, err := load(base)
 	if err != nil {
-		return usageError{err}
+		return nil, nil, 0, usageError{err}
 	}
 	specs := []string(f.sweeps)
 	if len(specs) == 0 {
@@ -142,40 +148,69 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	for _, s := range specs {
 		ax, err := plan.ParseSweep(s)
 		if err != nil {
-			return usageError{err}
+			return nil, nil, 0, usageError{err}
 		}
 		axes = append(axes, ax)
 	}
-	gopts := &plan.GridOptions{Base: base, Force: f.force}
-	if f.sizeFor != "" {
-		key, val, found := strings.Cut(f.sizeFor, "=")
-		key = strings.TrimSpace(key)
-		switch {
-		case !found || key == "":
-			return usagef("--size-for %q: want KEY=VALUE, for example %s=%s", f.sizeFor, axes[0].Key, axes[0].Text(axes[0].Max()))
-		case key != axes[0].Key:
-			return usagef("--size-for %s: the load to plan for is on the load axis %s (the first --sweep)", key, axes[0].Key)
-		}
-		v, err := plan.ParseValue(key, val)
-		if err != nil {
-			return usagef("--size-for %s: %v", key, err)
-		}
-		gopts.Target = &v
+	gopts := &plan.GridOptions{Base: base, Force: f.force, Designs: designs}
+	if gopts.Target, err = f.target(axes[0]); err != nil {
+		return nil, nil, 0, err
 	}
-	gopts.Designs = designs
 	g, err := plan.NewGrid(load, axes, gopts)
 	if err != nil {
-		return usageError{err}
+		return nil, nil, 0, usageError{err}
 	}
 	target := g.Axes[0].Max()
 	if gopts.Target != nil {
 		target = *gopts.Target
 	}
+	return g, goals, target, nil
+}
+
+// goalChecks reads the --goal flags.
+func (f *planFlags) goalChecks() ([]scenario.Check, error) {
+	var goals []scenario.Check
+	for _, g := range f.goals {
+		k, v, found := strings.Cut(g, "=")
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if !found || err != nil {
+			return nil, usagef("plan: --goal %q: want metric_max=N or metric_min=N with a number N", g)
+		}
+		c, err := scenario.ParseCheck(strings.TrimSpace(k), n)
+		if err != nil {
+			return nil, usagef("plan: --goal %q: %v", g, err)
+		}
+		goals = append(goals, c)
+	}
+	return goals, nil
+}
+
+// target reads --size-for, a value on the load axis; nil when not given.
+func (f *planFlags) target(load plan.Axis) (*float64, error) {
+	if f.sizeFor == "" {
+		return nil, nil
+	}
+	key, val, found := strings.Cut(f.sizeFor, "=")
+	key = strings.TrimSpace(key)
+	switch {
+	case !found || key == "":
+		return nil, usagef("--size-for %q: want KEY=VALUE, for example %s=%s", f.sizeFor, load.Key, load.Text(load.Max()))
+	case key != load.Key:
+		return nil, usagef("--size-for %s: the load to plan for is on the load axis %s (the first --sweep)", key, load.Key)
+	}
+	v, err := plan.ParseValue(key, val)
+	if err != nil {
+		return nil, usagef("--size-for %s: %v", key, err)
+	}
+	return &v, nil
+}
+
+// run runs the grid, recommends, and writes the plan's folder.
+func (f *planFlags) run(ctx context.Context, env *Env, g *plan.Grid, goals []scenario.Check, target float64) error {
 	sc := g.Scenario()
 	if err := probeOut(filepath.Join(f.out, "plan", sc.Name)); err != nil {
 		return err
 	}
-
 	progress, doneProgress := newProgress(env, f.quiet, g.Work(),
 		fmt.Sprintf("plan %s: %d points × %d designs", sc.Name, len(g.Points), len(g.Designs)))
 	defer doneProgress()

@@ -14,6 +14,7 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
+	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/orchestrate"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -110,7 +111,7 @@ type runPlan struct {
 	sets       []string // --set, with --seed and --target as sets
 	designs    []string // nil: every design
 	sc, simSc  *scenario.Scenario
-	st         *upState   // --up: the topology to aim at
+	st         *up.State  // --up: the topology to aim at
 	sh         *shardPlan // --shard: run one shard instead
 	seedsGiven bool
 }
@@ -142,11 +143,11 @@ func (f *runFlags) resolve(ctx context.Context, env *Env, fs *flag.FlagSet, pos 
 		return nil, err
 	}
 	if f.up != "" {
-		deadline := time.Now().Add(upWait)
+		deadline := time.Now().Add(up.Wait)
 		if at, _ := startTime(f.startAt); at.After(deadline) {
 			deadline = at
 		}
-		if p.st, err = readUp(ctx, f.up, p.name, deadline); err != nil {
+		if p.st, err = up.Await(ctx, f.up, p.name, deadline); err != nil {
 			return nil, err
 		}
 		switch {
@@ -256,7 +257,7 @@ func (f *runFlags) options(env *Env, p *runPlan) (o *orchestrate.Options, done f
 }
 
 // liveOptions are the settings every live run of the command shares.
-func (f *runFlags) liveOptions(engines []string, st *upState) (runner.Options, error) {
+func (f *runFlags) liveOptions(engines []string, st *up.State) (runner.Options, error) {
 	if !slices.Contains(engines, "live") {
 		return runner.Options{}, nil
 	}
@@ -274,7 +275,7 @@ func (f *runFlags) liveOptions(engines []string, st *upState) (runner.Options, e
 	}
 	if st != nil {
 		opts.Endpoint = st.Endpoint
-		opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
+		opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return up.Fault(ctx, st, fl) }
 	}
 	return opts, nil
 }

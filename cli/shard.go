@@ -3,15 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +15,7 @@ import (
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/runner"
 	"github.com/stormsim/stormsim/live/shard"
+	"github.com/stormsim/stormsim/live/up"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -97,113 +93,12 @@ func startTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// upWait is how long run --up waits for the state file of an up that is
-// still starting (a Kubernetes Deployment starting beside the Job).
-const upWait = 5 * time.Minute
-
-// readUp reads up's state file, waiting for it to appear and name a
-// running up (until deadline), and checks it serves scenario name.
-func readUp(ctx context.Context, path, name string, deadline time.Time) (*upState, error) {
-	for {
-		b, err := os.ReadFile(path)
-		var st upState
-		switch {
-		case err == nil && json.Unmarshal(b, &st) == nil && st.Endpoint != "" && st.Control != "":
-			if st.Stopped {
-				return nil, fmt.Errorf("run: --up %s: that stormsim up (pid %d) has stopped", path, st.PID)
-			}
-			if st.Scenario != name {
-				return nil, usagef("run: --up %s serves scenario %s, not %s", path, st.Scenario, name)
-			}
-			return &st, nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return nil, usagef("run: --up %s: %v", path, err)
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return nil, usagef("run: --up %s: no state file after %v: is stormsim up running with --state %s?", path, upWait, path)
-			}
-			return nil, usagef("run: --up %s is not the state file of a stormsim up", path)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// upFault has up apply fault f now, through its control endpoint; it
-// returns the steps done and those to come.
-func upFault(ctx context.Context, st *upState, f faults.Fault) ([]string, error) {
-	a, err := postFault(ctx, st, f)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(a.Applied)
-	for _, s := range a.Later {
-		out = append(out, "to come "+s)
-	}
-	return out, nil
-}
-
-// postFault sends fault f to up's control endpoint. It returns up's answer
-// (nil when none could be read) and an error when up did not apply it.
-func postFault(ctx context.Context, st *upState, f faults.Fault) (*faultAnswer, error) {
-	body, err := json.Marshal(f)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Control+"/fault", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+st.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the stormsim up (pid %d) does not answer: %w", st.PID, err)
-	}
-	defer resp.Body.Close()
-	var a faultAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return nil, fmt.Errorf("%s from the control endpoint, and no answer it could read: %w", resp.Status, err)
-	}
-	if a.Error != "" || resp.StatusCode != http.StatusOK {
-		return &a, fmt.Errorf("%s: %s", resp.Status, a.Error)
-	}
-	return &a, nil
-}
-
 // runShard runs one shard of a sharded live run and writes its folder,
 // OUT/shard-<i>-of-<N>/, for stormsim merge. Thresholds and the
 // saturation verdict are judged on the merged run, not here.
-func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *upState) error {
-	ds, err := sc.Select(designs)
+func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *scenario.Scenario, designs, sets []string, st *up.State) error {
+	d, startAt, abs, file, err := shardInput(f, sc, designs)
 	if err != nil {
-		return usageError{err}
-	}
-	if len(ds) != 1 {
-		var names []string
-		for _, d := range ds {
-			names = append(names, d.Name)
-		}
-		return usagef("run: a sharded run runs one design: name it with --designs (%s has %s)", sc.Name, strings.Join(names, ", "))
-	}
-	d := ds[0]
-	startAt, err := startTime(f.startAt)
-	if err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(f.file)
-	if err != nil {
-		return err
-	}
-	file, err := os.ReadFile(abs)
-	if err != nil {
-		return usagef("run: --file %s: %v", f.file, err)
-	}
-	if err := probeOut(f.out); err != nil {
 		return err
 	}
 	inject, err := injectedLateness()
@@ -216,7 +111,7 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 	if st != nil {
 		opts.Endpoint, target = st.Endpoint, st.Endpoint
 		if sh.index == 0 {
-			opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return upFault(ctx, st, fl) }
+			opts.ServerFault = func(ctx context.Context, fl faults.Fault) ([]string, error) { return up.Fault(ctx, st, fl) }
 		}
 	}
 	var buf, logBuf bytes.Buffer
@@ -237,15 +132,37 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 		}
 		return err
 	}
-	files, err := out.Report.Files()
+	meta, files, err := shardFiles(f, sh, sc, d, sets, target, out, startAt, file, buf.Bytes(), logBuf.Bytes())
 	if err != nil {
 		return err
+	}
+	dir, err := shard.Write(f.out, meta, files)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		if err := out.Report.WriteTable(env.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nshard %d of %d: %d clients, started %.0f ms after the start time: %s\n", sh.index, sh.count, out.Clients, meta.StartOffsetMS, dir)
+		fmt.Fprintf(env.Stdout, "merge the shards with: stormsim merge %s\n", f.out)
+	}
+	return nil
+}
+
+// shardFiles are a shard's folder's files and its shard.json: the run's
+// report files, its results, histories and log, and the scenarios file it
+// ran.
+func shardFiles(f *runFlags, sh *shardPlan, sc *scenario.Scenario, d *scenario.Design, sets []string, target string, out *runner.Output, startAt time.Time, file, results, log []byte) (*shard.Meta, map[string][]byte, error) {
+	files, err := out.Report.Files()
+	if err != nil {
+		return nil, nil, err
 	}
 	hist, err := history.EncodeHistories(out.Histories)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	files["results.bin"], files[history.HistoryFile], files["live.log"], files[shard.ScenarioFile] = buf.Bytes(), hist, logBuf.Bytes(), file
+	files["results.bin"], files[history.HistoryFile], files["live.log"], files[shard.ScenarioFile] = results, hist, log, file
 	host, _ := os.Hostname()
 	if startAt.IsZero() {
 		startAt = out.Started
@@ -264,16 +181,38 @@ func runShard(ctx context.Context, env *Env, f *runFlags, sh *shardPlan, sc *sce
 	if target == "" {
 		meta.Target = "its own topology"
 	}
-	dir, err := shard.Write(f.out, meta, files)
+	return meta, files, nil
+}
+
+// shardInput is a shard's one design, its start time and the scenarios
+// file (its absolute path and its bytes, which the shard's folder keeps),
+// once the output folder is known to be writable.
+func shardInput(f *runFlags, sc *scenario.Scenario, designs []string) (*scenario.Design, time.Time, string, []byte, error) {
+	ds, err := sc.Select(designs)
 	if err != nil {
-		return err
+		return nil, time.Time{}, "", nil, usageError{err}
 	}
-	if !f.quiet {
-		if err := out.Report.WriteTable(env.Stdout); err != nil {
-			return err
+	if len(ds) != 1 {
+		var names []string
+		for _, d := range ds {
+			names = append(names, d.Name)
 		}
-		fmt.Fprintf(env.Stdout, "\nshard %d of %d: %d clients, started %.0f ms after the start time: %s\n", sh.index, sh.count, out.Clients, meta.StartOffsetMS, dir)
-		fmt.Fprintf(env.Stdout, "merge the shards with: stormsim merge %s\n", f.out)
+		return nil, time.Time{}, "", nil, usagef("run: a sharded run runs one design: name it with --designs (%s has %s)", sc.Name, strings.Join(names, ", "))
 	}
-	return nil
+	startAt, err := startTime(f.startAt)
+	if err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	abs, err := filepath.Abs(f.file)
+	if err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	file, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, time.Time{}, "", nil, usagef("run: --file %s: %v", f.file, err)
+	}
+	if err := probeOut(f.out); err != nil {
+		return nil, time.Time{}, "", nil, err
+	}
+	return ds[0], startAt, abs, file, nil
 }

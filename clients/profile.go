@@ -3,8 +3,9 @@ package clients
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/registry"
 )
 
 // Reactions to a 404 on a session request (docs/domain.md §3).
@@ -70,7 +71,7 @@ var (
 	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone, NoIDFail}
 	RetryOns = []string{RetryOnNetwork, RetryOnAny}
 	GiveUps  = []string{GiveUpFail, GiveUpWait}
-	profiles = map[string]Config{}
+	profiles = registry.New[Config]("clients", "profile")
 )
 
 // AppReconnects are the named values of app_reconnect; a duration such as
@@ -152,28 +153,15 @@ func init() {
 	stuck := ts
 	stuck.Profile, stuck.On404, stuck.RetryOn, stuck.ResetOnProgress, stuck.ResumeGiveUp = "stuck", On404Stuck, RetryOnNetwork, false, GiveUpFail
 	for _, c := range []Config{goSDK, ts, py, compliant, stuck} {
-		profiles[c.Profile] = c
+		profiles.Register(c.Profile, c)
 	}
 }
 
 // ProfileNames lists the named profiles in a stable order.
-func ProfileNames() []string {
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func ProfileNames() []string { return profiles.Names() }
 
 // Profile returns the Config of a named profile (docs/domain.md §3).
-func Profile(name string) (Config, error) {
-	c, ok := profiles[name]
-	if !ok {
-		return Config{}, fmt.Errorf("clients: unknown profile %q (valid: %v)", name, ProfileNames())
-	}
-	return c, nil
-}
+func Profile(name string) (Config, error) { return profiles.Lookup(name) }
 
 // Validate lists every problem with c. Each error names the key.
 func (c *Config) Validate() []error {
@@ -186,7 +174,7 @@ func (c *Config) Validate() []error {
 			bad(key, "%q is not one of %v", v, valid)
 		}
 	}
-	if _, ok := profiles[c.Profile]; !ok {
+	if _, ok := profiles.Get(c.Profile); !ok {
 		bad("profile", "%q is not one of %v", c.Profile, ProfileNames())
 	}
 	oneOf("strategy", c.Strategy, Strategies)

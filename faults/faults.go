@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/registry"
 )
 
 // Context is what a fault needs to know about its scenario.
@@ -90,31 +92,19 @@ type Step struct {
 	Fault      int // index of the fault in the scenario's schedule
 }
 
-var registry = map[string]func() Fault{}
+var kinds = registry.New[func() Fault]("faults", "kind")
 
 // Register adds a fault kind. It panics on a duplicate name.
-func Register(kind string, f func() Fault) {
-	if _, dup := registry[kind]; dup {
-		panic("faults: duplicate kind " + kind)
-	}
-	registry[kind] = f
-}
+func Register(kind string, f func() Fault) { kinds.Register(kind, f) }
 
 // Kinds lists the registered kinds in order.
-func Kinds() []string {
-	k := make([]string, 0, len(registry))
-	for n := range registry {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
-}
+func Kinds() []string { return kinds.Names() }
 
 // New returns a zero fault of the given kind, ready to be decoded into.
 func New(kind string) (Fault, error) {
-	f, ok := registry[kind]
-	if !ok {
-		return nil, fmt.Errorf("faults: unknown kind %q (valid: %v)", kind, Kinds())
+	f, err := kinds.Lookup(kind)
+	if err != nil {
+		return nil, err
 	}
 	return f(), nil
 }

@@ -61,20 +61,48 @@ func Judge(h *History) *Judgment {
 		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
 		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
 	}}
-	bucket := func(t int64) int { return min(max(int(t/step), 0), n-1) }
-	t := &j.Totals
-	s := &j.Series
-
-	calls := make(map[key]*callState, len(h.Calls))
+	jd := &judging{h: h, j: j, t: &j.Totals, s: &j.Series, step: step, n: n, calls: make(map[key]*callState, len(h.Calls))}
 	for i := range h.Calls {
 		c := &h.Calls[i]
-		calls[key{c.Client, c.Seq}] = &callState{c: c, recv: map[int32]bool{}}
+		jd.calls[key{c.Client, c.Seq}] = &callState{c: c, recv: map[int32]bool{}}
 	}
-	get := func(c, k int32) *callState { return calls[key{c, k}] }
+	jd.production()
+	jd.requests()
+	jd.dropsAndReceipts()
+	jd.perCall()
+	t, s := jd.t, jd.s
+	if t.SessionRequests > 0 {
+		t.Rate404 = float64(t.HTTP404) / float64(t.SessionRequests)
+	}
+	for i := range s.StoreOps {
+		t.StorePeakOpsPerS = max(t.StorePeakOpsPerS, float64(s.StoreOps[i])/s.StepS)
+	}
+	return j
+}
 
+// judging is one Judge: the history, the judgment it fills, and the state
+// of each call.
+type judging struct {
+	h     *History
+	j     *Judgment
+	t     *report.Totals
+	s     *report.Series
+	step  int64
+	n     int
+	calls map[key]*callState
+}
+
+// bucket is the step instant t falls in.
+func (jd *judging) bucket(t int64) int { return min(max(int(t/jd.step), 0), jd.n-1) }
+
+// get is call (c, k)'s state; nil for a call the history does not hold.
+func (jd *judging) get(c, k int32) *callState { return jd.calls[key{c, k}] }
+
+// production reads the production logs into each attempt's events.
+func (jd *judging) production() {
 	// Production logs.
-	for _, p := range h.Produced {
-		cs := get(p.Client, p.Seq)
+	for _, p := range jd.h.Produced {
+		cs := jd.get(p.Client, p.Seq)
 		if cs == nil {
 			continue // a call the history does not know: not one of ours
 		}
@@ -90,88 +118,100 @@ func Judge(h *History) *Judgment {
 			a.prod[p.Index] = p.T
 		}
 		a.maxIdx = max(a.maxIdx, p.Index)
-		if h.Stored {
-			s.StoreOps[bucket(p.T)]++
+		if jd.h.Stored {
+			jd.s.StoreOps[jd.bucket(p.T)]++
 		}
 	}
+}
 
+// requests counts the requests, the statuses, the resumes and the streams
+// open at the end of each step.
+func (jd *judging) requests() {
 	// Requests.
-	for i := range h.Requests {
-		r := &h.Requests[i]
-		t.Requests++
-		b := bucket(r.Sent)
+	for i := range jd.h.Requests {
+		r := &jd.h.Requests[i]
+		jd.t.Requests++
+		b := jd.bucket(r.Sent)
 		if r.Session {
-			t.SessionRequests++
-			s.SessionRequests[b]++
+			jd.t.SessionRequests++
+			jd.s.SessionRequests[b]++
 		}
 		if r.Reconnect {
-			t.Reconnects++
-			s.Reconnects[b]++
+			jd.t.Reconnects++
+			jd.s.Reconnects[b]++
 		}
 		switch r.Status {
 		case 404:
-			t.HTTP404++
-			s.HTTP404[bucket(r.Answered)]++
+			jd.t.HTTP404++
+			jd.s.HTTP404[jd.bucket(r.Answered)]++
 		case 400:
-			t.HTTP400++
+			jd.t.HTTP400++
 		case 409:
-			t.HTTP409++
+			jd.t.HTTP409++
 		case 503:
-			t.HTTP503++
+			jd.t.HTTP503++
 		}
 		if r.Reissue {
-			if cs := get(r.Client, r.Seq); cs != nil {
+			if cs := jd.get(r.Client, r.Seq); cs != nil {
 				cs.reissued = true
 			}
 		}
 		if r.Kind == clients.ReqResume && r.Status == 200 {
-			t.Resumes++
-			if h.Stored {
-				s.StoreOps[bucket(r.Answered)]++
+			jd.t.Resumes++
+			if jd.h.Stored {
+				jd.s.StoreOps[jd.bucket(r.Answered)]++
 			}
 		}
 		if r.Stream() {
 			// Open at the end of step i when Answered <= (i+1)·step < Closed.
 			// A stream answered exactly at (i+1)·step is open at the end of
 			// step i, the step before the one Answered falls in.
-			for i := max(bucket(r.Answered)-1, 0); i < n; i++ {
-				at := int64(i+1) * step
+			for i := max(jd.bucket(r.Answered)-1, 0); i < jd.n; i++ {
+				at := int64(i+1) * jd.step
 				if at >= r.Closed {
 					break
 				}
 				if at >= r.Answered {
-					s.ActiveStreams[i]++
+					jd.s.ActiveStreams[i]++
 				}
 			}
 		}
 	}
+}
 
+// dropsAndReceipts files each drop and each receipt (in time order) under
+// its call.
+func (jd *judging) dropsAndReceipts() {
 	// Drops.
-	for _, d := range h.Drops {
-		t.Drops++
-		if cs := get(d.Client, d.Seq); cs != nil {
+	for _, d := range jd.h.Drops {
+		jd.t.Drops++
+		if cs := jd.get(d.Client, d.Seq); cs != nil {
 			cs.drops = append(cs.drops, d.T)
 		}
 	}
 
 	// Receipts, in time order.
-	order := make([]int, len(h.Receipts))
+	order := make([]int, len(jd.h.Receipts))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(h.Receipts[a].T, h.Receipts[b].T) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jd.h.Receipts[a].T, jd.h.Receipts[b].T) })
 	for _, i := range order {
-		r := &h.Receipts[i]
-		if cs := get(r.Client, r.Seq); cs != nil {
+		r := &jd.h.Receipts[i]
+		if cs := jd.get(r.Client, r.Seq); cs != nil {
 			cs.receipts = append(cs.receipts, i)
 		}
 	}
+}
 
+// perCall judges each call, and counts its lost events, with their cause,
+// at its end, or its pending ones.
+func (jd *judging) perCall() {
 	replayDone := map[int32]bool{}
-	openEnd := openStreams(h)
-	for _, c := range h.Calls {
-		cs := calls[key{c.Client, c.Seq}]
-		judgeCall(h, cs, t, j, replayDone, openEnd)
+	openEnd := openStreams(jd.h)
+	for _, c := range jd.h.Calls {
+		cs := jd.calls[key{c.Client, c.Seq}]
+		judgeCall(jd.h, cs, jd.t, jd.j, replayDone, openEnd)
 		if cs.c.End >= 0 {
 			// Loss is counted at the end of the call, event by event.
 			var lost int64
@@ -189,33 +229,26 @@ func Judge(h *History) *Judgment {
 					}
 				}
 				switch {
-				case h.HaveProduction && !produced && cs.death:
-					t.LostByCause.Unproduced++
+				case jd.h.HaveProduction && !produced && cs.death:
+					jd.t.LostByCause.Unproduced++
 				case c.Outcome == clients.Completed:
-					t.LostByCause.Other++
+					jd.t.LostByCause.Other++
 				case c.Cause == clients.CausePurged:
-					t.LostByCause.Purged++
+					jd.t.LostByCause.Purged++
 				default:
-					t.LostByCause.Abandoned++
+					jd.t.LostByCause.Abandoned++
 				}
 			}
-			t.EventsLost += lost
-			s.EventsLost[bucket(c.End)] += lost
+			jd.t.EventsLost += lost
+			jd.s.EventsLost[jd.bucket(c.End)] += lost
 		} else {
 			for idx := int32(1); idx <= c.E; idx++ {
 				if !cs.recv[idx] {
-					t.EventsPending++
+					jd.t.EventsPending++
 				}
 			}
 		}
 	}
-	if t.SessionRequests > 0 {
-		t.Rate404 = float64(t.HTTP404) / float64(t.SessionRequests)
-	}
-	for i := range s.StoreOps {
-		t.StorePeakOpsPerS = max(t.StorePeakOpsPerS, float64(s.StoreOps[i])/s.StepS)
-	}
-	return j
 }
 
 // judgeCall counts one call's calls, deliveries, duplicates, reorderings,
@@ -235,7 +268,16 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 	if cs.reissued {
 		t.CallsReissued++
 	}
+	deliveries(h, cs, t, j, replayDone)
+	unproduced(h, cs, t, j)
+	redoneAndWasted(h, cs, t, openEnd)
+}
 
+// deliveries counts a call's deliveries, duplicates, reorderings and
+// replays, with the recovery latency (from the first drop not yet
+// recovered to the first new event of the call) and the replay latency.
+func deliveries(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool) {
+	c := cs.c
 	// Deliveries, with recovery latency: from the first drop not yet
 	// recovered to the first new event of the call.
 	seen := map[[2]int32]bool{} // (attempt, index), or (stream, index) by event id
@@ -312,7 +354,13 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 			hw = r.Index
 		}
 	}
+}
 
+// unproduced finds the death of the process that ran one of the call's
+// attempts, if one died, and counts the events never produced because of
+// it.
+func unproduced(h *History, cs *callState, t *report.Totals, j *Judgment) {
+	c := cs.c
 	// Production: deaths (unproduced), re-done work, waste.
 	death := int64(-1)
 	for _, a := range cs.attempts {
@@ -356,6 +404,13 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 		}
 		j.Unproduced[[2]int32{c.Client, c.Seq}] = int64(c.E - maxP)
 	}
+}
+
+// redoneAndWasted counts the events an attempt produced again that an
+// earlier one had produced, and, without an event store, those produced
+// for a client that had gone.
+func redoneAndWasted(h *History, cs *callState, t *report.Totals, openEnd map[[3]int32]bool) {
+	c := cs.c
 	for i, a := range cs.attempts {
 		if a == nil {
 			continue

@@ -69,6 +69,6 @@ func CapsOf(eraName, sessions, events string) Caps {
 func (c Caps) HasStore() bool { return c.Events != topology.EventsNone }
 
 // HashIDs reports whether a design's session ids must hash back to the
-// replica that minted them: under the hash LB policy, which routes by the
-// id alone (the minting is topology.MintSession).
-func HashIDs(lb string) bool { return lb == "hash" }
+// replica that minted them: under an LB policy that routes by the id alone
+// (topology.HomeRouter, such as hash; the minting is topology.MintSession).
+func HashIDs(lb string) bool { return topology.HomeIDs(lb) }

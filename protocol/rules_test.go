@@ -13,9 +13,11 @@ import (
 )
 
 // writers are the functions that write a served response's status (the
-// 200 of an SSE stream, and the 500 of a writer that cannot stream): the
-// only places in the server models allowed to name a status.
-var writers = map[string]bool{"live/replica.openSSE": true}
+// 200 of an SSE stream, and the 500 of a writer that cannot stream), and
+// the replica process's own endpoints, which are no MCP answers (/healthz
+// for the load balancer, the store's size): the only places in the server
+// models allowed to name a status.
+var writers = map[string]bool{"live/replica.openSSE": true, "live/replica.ownRoutes": true}
 
 // statuses are the HTTP statuses a replica answers.
 var statuses = map[string]bool{"200": true, "202": true, "400": true, "403": true, "404": true, "405": true, "409": true, "429": true, "500": true, "503": true}

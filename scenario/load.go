@@ -485,7 +485,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			if d.Own.URL != "" {
 				key = "url"
 			}
-			for _, e := range d.Own.refused(s.Faults) {
+			for _, e := range d.Own.refused(s.Faults, s.FaultContext()) {
 				ld.errorf(origin(append(slices.Clone(layers), ld.designLayer(dn)...), "server", key), "%s", e)
 			}
 		}

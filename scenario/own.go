@@ -86,10 +86,6 @@ const DefaultToolArguments = `{"events": {events}, "interval_ms": {interval_ms},
 // StopSignals are the signals stop_signal may name.
 var StopSignals = []string{"TERM", "INT", "HUP", "QUIT", "USR1", "USR2", "KILL"}
 
-// ProcessFree lists the fault kinds that need no control of the server's
-// processes, stormsim's LB or its Redis: the clients carry them out.
-var ProcessFree = []string{"client-drop"}
-
 // ToolArguments fills the arguments template for a call of e events.
 func (o *OwnServer) ToolArguments(e, intervalMS, bytes int) json.RawMessage {
 	t := o.Tool.Arguments
@@ -184,11 +180,11 @@ func (o *OwnServer) validate() []string {
 // fault that needs control of the processes, stormsim's LB or its Redis;
 // run by command, the store faults (the server keeps its own store). A
 // fault_hook for the kind makes it possible.
-func (o *OwnServer) refused(fs []faults.Fault) []string {
+func (o *OwnServer) refused(fs []faults.Fault, ctx faults.Context) []string {
 	var bad []string
 	for i, f := range fs {
 		k := f.Kind()
-		if slices.Contains(ProcessFree, k) || o.FaultHook[k] != "" {
+		if faults.ClientsOnly(f, ctx) || o.FaultHook[k] != "" {
 			continue
 		}
 		hook := " drop the fault, or set server.fault_hook." + k + " to a command that carries it out (for example kubectl rollout restart deploy/mcp)"
@@ -196,7 +192,7 @@ func (o *OwnServer) refused(fs []faults.Fault) []string {
 		case o.URL != "":
 			bad = append(bad, "faults["+itoa(i)+"] (kind \""+k+"\") needs control of the server's processes, stormsim's load balancer or its Redis, "+
 				"which a server stormsim reaches at a URL does not give:"+hook)
-		case k == "store-outage" || k == "store-restart":
+		case faults.TouchesStore(f, ctx):
 			bad = append(bad, "faults["+itoa(i)+"] (kind \""+k+"\") needs the Redis stormsim starts, and a server you bring keeps its own store:"+hook)
 		}
 	}

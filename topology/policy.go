@@ -1,10 +1,10 @@
 package topology
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"sort"
+
+	"github.com/stormsim/stormsim/internal/registry"
 )
 
 // View is what a policy may know about the replicas when it routes.
@@ -38,32 +38,40 @@ type Options struct {
 	Rand *rand.Rand // randomness for the random policy; required by it
 }
 
-var registry = map[string]func(*Options) Policy{}
+var policies = registry.New[func(*Options) Policy]("topology", "lb policy")
 
 // Register makes a policy available under name. It panics on a duplicate,
 // which is a programming error.
 func Register(name string, f func(*Options) Policy) {
-	if _, dup := registry[name]; dup {
-		panic("topology: duplicate policy " + name)
-	}
-	registry[name] = f
+	policies.Register(name, f)
+	h, ok := f(&Options{Rand: rand.New(rand.NewPCG(0, 0))}).(HomeRouter)
+	homes[name] = ok && h.HomeIDs()
 }
 
+// homes says, per registered policy, whether it is a HomeRouter: found
+// once, at registration, since the simulator asks at every session minted.
+var homes = map[string]bool{}
+
 // PolicyNames lists the registered policies in order.
-func PolicyNames() []string {
-	n := make([]string, 0, len(registry))
-	for k := range registry {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
+func PolicyNames() []string { return policies.Names() }
+
+// HomeRouter is a policy that routes a session by its id alone, so the
+// replicas must mint ids that hash back to themselves
+// (topology.MintSession): such a policy says so in its own file, and
+// HomeIDs finds it.
+type HomeRouter interface {
+	HomeIDs() bool
 }
+
+// HomeIDs reports whether the policy registered as name routes by the
+// session id alone (HomeRouter); false for a name not registered.
+func HomeIDs(name string) bool { return homes[name] }
 
 // NewPolicy returns a fresh policy by name.
 func NewPolicy(name string, opts *Options) (Policy, error) {
-	f, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("topology: unknown lb policy %q (valid: %v)", name, PolicyNames())
+	f, err := policies.Lookup(name)
+	if err != nil {
+		return nil, err
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -208,6 +216,7 @@ var _ Policy = (*hash)(nil)
 
 func (p *hash) Name() string     { return "hash" }
 func (p *hash) Bind(uint64, int) {}
+func (p *hash) HomeIDs() bool    { return true }
 func (p *hash) Pick(req Request, v View) int {
 	if !req.HasSession {
 		return p.rr.pick(v)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
@@ -268,7 +269,7 @@ func storeFaultAt(sc *scenario.Scenario) func(at int64) bool {
 	}
 	ctxF := sc.FaultContext()
 	for _, f := range sc.Faults {
-		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
+		if faults.TouchesStore(f, ctxF) {
 			sp := f.Span(ctxF)
 			wins = append(wins, win{int64(sp.At), int64(sp.Until) + int64(slack)})
 		}

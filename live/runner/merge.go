@@ -85,10 +85,6 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	}
 	d := designs[0]
 	t0 := m0.StartAt
-	dr := &designRun{
-		sc: sc, d: d, t0: t0, endpoint: m0.Target, own: d.Own, tool: m0.Tool,
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1),
-	}
 	h := &history.History{}
 	owner := map[int32]int{} // client -> its shard
 	for i, p := range parts {
@@ -105,9 +101,45 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		}
 		h.Join(ph)
 	}
-	in := &judgeIn{noCounts: "the shards ran against a server stormsim keeps no counters of"}
-	var notes []string
+	in := &evidence{d: d, t0: t0, endpoint: m0.Target, tool: m0.Tool, faults: scenario.Header(sc, "live").Faults,
+		noCounts: "the shards ran against a server stormsim keeps no counters of"}
 	negative := make([]int, len(parts))
+	notes, err := upLogs(sc, d, h, owner, negative, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	in.upLogNotes, in.sayReconciliation = notes, opts.UpLogs != ""
+	notes = nil
+
+	r := scenario.Header(sc, "live")
+	r.Shards, notes = shardsBlock(parts, negative, r, opts)
+	if sc.ProbesFor(d) {
+		notes = append(notes, "the isolation probes do not run in a sharded run (each shard would probe its own clients' sessions only): run the scenario unsharded to probe")
+	}
+	in.shardNotes = notes
+	row, res := judge(h, in)
+	r.Designs = append(r.Designs, row)
+	if opts.Results != nil {
+		enc := vegeta.NewEncoder(opts.Results)
+		for i := range res {
+			if err := enc.Encode(&res[i]); err != nil {
+				return nil, fmt.Errorf("live: merge: writing results: %w", err)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Output{Report: r, Histories: map[string]*history.History{d.Name: h}, Results: map[string]int{d.Name: len(res)}}, nil
+}
+
+// upLogs reads a stormsim up's production logs and counters into the
+// merged history h and the evidence in, when the merge has them
+// (--up-logs), and counts per shard the events received before up
+// produced them (negative); it returns the notes on them.
+func upLogs(sc *scenario.Scenario, d *scenario.Design, h *history.History, owner map[int32]int, negative []int, in *evidence, opts *MergeOptions) ([]string, error) {
+	var notes []string
+	t0, m0Target := in.t0, in.endpoint
 	if opts.UpLogs != "" && d.Own == nil {
 		prod, _, err := readLogs(opts.UpLogs, t0)
 		if err != nil {
@@ -138,7 +170,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 				negative[owner[r.Client]]++
 			}
 		}
-		in.up = upNote(m0.Target, true)
+		in.up = upNote(m0Target, true)
 		b, err := os.ReadFile(filepath.Join(opts.UpLogs, UpCountsFile))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -160,18 +192,21 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 			in.counts, in.noCounts = nil, "up's counters include clients from before this run"
 		}
 	} else if d.Own == nil {
-		in.up = upNote(m0.Target, false)
+		in.up = upNote(m0Target, false)
 		in.noCounts = "merged without --up-logs: the clients' side alone"
 	}
 	if d.Own == nil && d.Server == topology.ServerGoSDK {
 		in.noCounts = "the go-sdk replica keeps no counters stormsim can read: the SDK exposes no count of the events it produced or sent"
 	}
-	row, res := judgeDesign(sc, d, dr, h, in)
-	if r := row.Reconciliation; opts.UpLogs != "" && r != nil && (r.OK || r.NotReconcilable != "") {
-		notes = append(notes, r.Line()) // the mismatches have a note of their own
-	}
+	return notes, nil
+}
 
-	r := scenario.Header(sc, "live")
+// shardsBlock is the report's shards block and the notes on late shards
+// and on shards whose clock is behind up's; the run's host verdict is
+// saturated if any shard's was (set on r).
+func shardsBlock(parts []Part, negative []int, r *report.Report, opts *MergeOptions) (*report.Shards, []string) {
+	var notes []string
+	m0 := parts[0].Meta
 	blk := &report.Shards{Count: m0.Count, StartAt: m0.StartAt, StartToleranceMS: float64(opts.StartTolerance) / 1e6}
 	for i, p := range parts {
 		m := p.Meta
@@ -191,23 +226,5 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 			r.Host = p.Report.Host // the run as a whole fell behind if any shard did
 		}
 	}
-	r.Shards = blk
-	if sc.ProbesFor(d) {
-		notes = append(notes, "the isolation probes do not run in a sharded run (each shard would probe its own clients' sessions only): run the scenario unsharded to probe")
-	}
-	row.Notes = append(row.Notes, notes...)
-	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, r.Faults)
-	r.Designs = append(r.Designs, row)
-	if opts.Results != nil {
-		enc := vegeta.NewEncoder(opts.Results)
-		for i := range res {
-			if err := enc.Encode(&res[i]); err != nil {
-				return nil, fmt.Errorf("live: merge: writing results: %w", err)
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return &Output{Report: r, Histories: map[string]*history.History{d.Name: h}, Results: map[string]int{d.Name: len(res)}}, nil
+	return blk, notes
 }

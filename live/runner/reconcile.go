@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/check"
 	"github.com/stormsim/stormsim/live/replica"
@@ -70,7 +71,7 @@ func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario,
 		Horizon: int64(sc.Duration + sc.Drain),
 	}
 	for _, f := range sc.Faults {
-		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
+		if faults.TouchesStore(f, sc.FaultContext()) {
 			out.StoreFaults = true
 		}
 	}

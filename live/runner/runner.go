@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,18 +34,14 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
-	"github.com/stormsim/stormsim/live/check"
-	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
-	"github.com/stormsim/stormsim/workload"
 )
 
 // Options tunes a live run. A nil *Options means the defaults.
@@ -271,7 +266,6 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	for i, d := range designs {
 		o := &outs[i]
-		o.row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&o.row.Series, r.Faults)
 		r.Designs = append(r.Designs, o.row)
 		out.Histories[d.Name] = o.h
 		out.Results[d.Name] = len(o.res)
@@ -316,527 +310,6 @@ func newDesignRun(sc *scenario.Scenario, d *scenario.Design, endpoint string, tr
 		http:       &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: protocol.CapsOf(d.Era, d.Sessions, d.Events).NoResume, own: d.Own, host: opts.host,
 	}, nil
-}
-
-// runDesign brings up the design's topology, storms it, tears it down and
-// judges the history.
-func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts *Options) (designOut, error) {
-	logDir, err := tmpdir.Make("stormsim-live-") // removed below; a SIGKILLed run's, by the next run
-	if err != nil {
-		return designOut{}, err
-	}
-	defer os.RemoveAll(logDir)
-	own := d.Own
-	var t *topo.Topology // nil for a server at a URL
-	endpoint := ""
-	switch {
-	case own != nil && own.URL != "":
-		endpoint = own.URL
-	case own == nil && opts.Endpoint != "":
-		endpoint = opts.Endpoint // a stormsim up's
-	default:
-		t, err = topo.Start(ctx, sc, d, &topo.Options{Bin: opts.Bin, File: opts.File, LogDir: logDir, Set: opts.Set, RedisAddr: opts.RedisAddr, Counts: true})
-		if err != nil {
-			return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
-		}
-		endpoint = t.Endpoint()
-	}
-	closed := false
-	defer func() {
-		if !closed && t != nil {
-			t.Close()
-		}
-	}()
-
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: 4096,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-	}
-	defer tr.CloseIdleConnections()
-	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
-	dr, err := newDesignRun(sc, d, endpoint, tr, opts)
-	if err != nil {
-		return designOut{}, err
-	}
-	if d.Server == topology.ServerTSSDK {
-		dr.opaqueIDs, dr.resultOnly = true, 1
-	}
-	if own != nil {
-		dr.tool = own.Tool.Name
-		if dr.tool == "" {
-			if dr.tool, err = discoverTool(ctx, dr.http, endpoint, d.Era); err != nil {
-				return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
-			}
-		}
-	}
-	if n := d.Client.MaxConcurrentReconnects; n > 0 {
-		dr.reconnSem = make(chan struct{}, n)
-	}
-	if sc.ProbesFor(d) && !opts.sharded() {
-		dr.iso = newIsolation(dr)
-	}
-	arrivals := workload.Arrivals(sc)
-	cl := make([]liveClient, 0, len(arrivals))
-	share := d.Client.ImplShare
-	if share == 0 {
-		share = 1
-	}
-	var tsp *tsProc
-	if d.Client.Impl == clients.ImplTSSDK {
-		if tsp, err = startTSProc(dr); err != nil {
-			return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
-		}
-		defer tsp.close()
-	}
-	for i := range arrivals {
-		if !opts.inShard(i) {
-			continue // another shard's client
-		}
-		if d.Client.Impl == clients.ImplGoSDK && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
-			cl = append(cl, newSDKClient(dr, int32(i), tr))
-		} else if tsp != nil && workload.Pick(sc.Seed, implPick, uint64(i)) < share {
-			cl = append(cl, newTSClient(dr, int32(i), tr, tsp))
-		} else {
-			cl = append(cl, newClient(dr, int32(i)))
-		}
-	}
-	horizon := sc.Duration + sc.Drain
-	dr.t0 = time.Now()
-	started := dr.t0
-	if startAt := startOf(opts.StartAt, dr.t0, &d.Replica); !startAt.IsZero() {
-		// The barrier: every shard's clock starts at startAt, and a
-		// run with admission windows on a window boundary.
-		tm := time.NewTimer(time.Until(startAt))
-		select {
-		case <-ctx.Done():
-			tm.Stop()
-			return designOut{}, fmt.Errorf("live: design %s: waiting for the start at %s: %w", d.Name, startAt.Format(time.RFC3339Nano), ctx.Err())
-		case <-tm.C:
-		}
-		started = time.Now()
-		dr.t0 = startAt
-	}
-	runCtx, cancel := context.WithDeadline(ctx, dr.t0.Add(horizon))
-	defer cancel()
-
-	var wg sync.WaitGroup
-	for _, c := range cl {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.run(runCtx, arrivals[c.ident()])
-		}()
-	}
-	if dr.iso != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dr.iso.run(runCtx)
-		}()
-	}
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
-	var sampler *storeSampler
-	var watch *storeWatch
-	if t != nil {
-		sampler = sampleStore(runCtx, t, dr.t0, sc.Step, horizon)
-		if t.RedisAddr() != "" {
-			if watch, err = watchStore(runCtx, t, dr.t0); err != nil {
-				cancel()
-				<-allDone
-				<-sampler.done
-				return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
-			}
-		}
-	}
-
-	// The fault schedule, carried out at its times; client drops by the
-	// clients themselves, on the clients the simulator picks.
-	faultErr := make(chan error, 1)
-	var applied []history.Applied // written by the fault goroutine, read after faultErr
-	var hooks sync.WaitGroup      // fault hooks still running
-	var hookMu sync.Mutex
-	var hookNotes []string // guarded by hookMu
-	hooked := map[int]bool{}
-	var neverReady []neverReadySlot // written by the fault goroutine, read after faultErr
-	var serverApplied []string      // Options.ServerFault's steps: written by the fault goroutine, read after faultErr
-	sent := map[int]bool{}          // the faults sent to ServerFault
-	go func() {
-		timeline := faults.Timeline(sc.Faults, sc.FaultContext())
-		faultAt := map[int]time.Duration{} // each fault's first step
-		for _, s := range timeline {
-			if at, ok := faultAt[s.Fault]; !ok || s.At < at {
-				faultAt[s.Fault] = s.At
-			}
-		}
-		for si, s := range timeline {
-			tm := time.NewTimer(time.Until(dr.t0.Add(s.At)))
-			select {
-			case <-runCtx.Done():
-				tm.Stop()
-				faultErr <- nil
-				return
-			case <-allDone:
-				tm.Stop()
-				faultErr <- nil
-				return
-			case <-tm.C:
-			}
-			dr.host.timer(dr.now() - int64(s.At))
-			if s.Kind == faults.StepClientDrop {
-				n := 0
-				for _, c := range cl {
-					if workload.Pick(sc.Seed, uint64(s.Fault), uint64(c.ident())) < s.Fraction && c.cut(cutFault, s.Away, 0) {
-						n++
-					}
-				}
-				applied = append(applied, history.Applied{At: dr.now(), Kind: "client-drop", Step: si})
-				if opts.Log != nil {
-					fmt.Fprintf(opts.Log, "live %s: %v: client-drop: %d streams dropped\n", d.Name, s.At, n)
-				}
-				continue
-			}
-			if own != nil {
-				kind := sc.Faults[s.Fault].Kind()
-				if cmd := own.FaultHook[kind]; cmd != "" {
-					// The hook replaces stormsim's own action: it runs once,
-					// at the fault's first step; in a sharded run, by shard
-					// 0 alone.
-					if opts.sharded() && opts.ShardIndex != 0 {
-						if !hooked[s.Fault] {
-							hooked[s.Fault] = true
-							applied = append(applied, history.Applied{At: int64(s.At), Kind: kind + " (fault_hook; run by shard 0)", Step: si, Replica: s.Replica})
-						}
-						continue
-					}
-					if !hooked[s.Fault] {
-						hooked[s.Fault] = true
-						applied = append(applied, history.Applied{At: dr.now(), Kind: kind + " (fault_hook)", Step: si, Replica: s.Replica})
-						serverApplied = append(serverApplied, fmt.Sprintf("%s: fault_hook %q", kind, cmd))
-						if opts.Log != nil {
-							fmt.Fprintf(opts.Log, "live %s: %v: %s: running fault_hook %q\n", d.Name, s.At, kind, cmd)
-						}
-						hooks.Add(1)
-						go func() {
-							defer hooks.Done()
-							at := dr.now()
-							out, err := topo.RunHook(runCtx, filepath.Dir(opts.fileOr()), cmd, hookEnv(kind, s.Fault, s.Replica, s.At))
-							res := "exit status 0"
-							if err != nil {
-								res = err.Error()
-							}
-							note := fmt.Sprintf("fault_hook for %s (faults[%d]) ran at %.1f s for %.1f s: %s", kind, s.Fault, float64(at)/1e9, float64(dr.now()-at)/1e9, res)
-							if out != "" {
-								note += "; its last output: " + out
-							}
-							hookMu.Lock()
-							hookNotes = append(hookNotes, note)
-							hookMu.Unlock()
-							if opts.Log != nil {
-								fmt.Fprintf(opts.Log, "live %s: %s\n", d.Name, note)
-							}
-						}()
-					}
-					continue
-				}
-			}
-			if t == nil && own == nil && opts.Endpoint != "" {
-				// A stormsim up's topology: shard 0 has up apply the
-				// whole fault at its first step (the later steps at
-				// their own times, by up); the other shards record it.
-				switch {
-				case opts.ServerFault == nil:
-					applied = append(applied, history.Applied{At: int64(s.At), Kind: s.Describe() + " (scheduled; applied by shard 0)", Step: si, Replica: s.Replica})
-				case !sent[s.Fault]:
-					sent[s.Fault] = true
-					f, err := atZero(sc.Faults[s.Fault])
-					var done []string
-					if err == nil {
-						done, err = opts.ServerFault(runCtx, f)
-					}
-					if err != nil {
-						if runCtx.Err() != nil {
-							faultErr <- nil
-							return
-						}
-						faultErr <- fmt.Errorf("live: design %s: fault %s at %v through stormsim up: %w", d.Name, sc.Faults[s.Fault].Kind(), s.At, err)
-						cancel()
-						return
-					}
-					serverApplied = append(serverApplied, done...)
-					applied = append(applied, history.Applied{At: dr.now(), Kind: s.Describe() + " (stormsim up)", Step: si, Replica: s.Replica})
-					if opts.Log != nil {
-						fmt.Fprintf(opts.Log, "live %s: %v: %s: sent to stormsim up: %s\n", d.Name, s.At, s.Describe(), strings.Join(done, "; "))
-					}
-				default:
-					applied = append(applied, history.Applied{At: int64(s.At), Kind: s.Describe() + " (by stormsim up, at its time)", Step: si, Replica: s.Replica})
-				}
-				continue
-			}
-			if t == nil {
-				continue // refused when the scenario was loaded; nothing to act on
-			}
-			if err := t.Apply(runCtx, s); err != nil {
-				var nr *topo.NotReadyError
-				if errors.As(err, &nr) && (s.Kind == faults.StepStart || s.Kind == faults.StepScale) {
-					// A replica a fault started that never became ready:
-					// reported, and the run goes on without it.
-					from := faultAt[s.Fault]
-					if s.Kind == faults.StepScale {
-						from = s.At
-					}
-					neverReady = append(neverReady, neverReadySlot{from: from, err: nr})
-					applied = append(applied, history.Applied{At: dr.now(), Kind: fmt.Sprintf("never ready: replica %d", nr.Slot), Step: si, Replica: nr.Slot})
-					if opts.Log != nil {
-						fmt.Fprintf(opts.Log, "live %s: %v: %v\n", d.Name, s.At, nr)
-					}
-					if runCtx.Err() != nil {
-						faultErr <- nil
-						return
-					}
-					continue
-				}
-				if runCtx.Err() != nil {
-					faultErr <- nil
-					return
-				}
-				faultErr <- fmt.Errorf("live: design %s: fault step at %v: %w", d.Name, s.At, err)
-				cancel()
-				return
-			}
-			applied = append(applied, history.Applied{At: dr.now(), Kind: s.Describe(), Step: si, Replica: s.Replica})
-			if opts.Log != nil {
-				fmt.Fprintf(opts.Log, "live %s: %v: %s\n", d.Name, s.At, s.Describe())
-			}
-		}
-		faultErr <- nil
-	}()
-
-	// Progress: wall time, reported once a second.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	reported := time.Duration(0)
-	report1 := func() {
-		if opts.Progress == nil {
-			return
-		}
-		el := min(time.Since(dr.t0), horizon)
-		opts.Progress(el - reported)
-		reported = el
-	}
-loop:
-	for {
-		select {
-		case <-allDone:
-			break loop
-		case <-runCtx.Done():
-			<-allDone
-			break loop
-		case <-tick.C:
-			report1()
-		}
-	}
-	cancel()
-	hooks.Wait() // every hook is killed when runCtx ends
-	if sampler != nil {
-		<-sampler.done
-	}
-	if watch != nil {
-		<-watch.done
-	}
-	if err := <-faultErr; err != nil {
-		return designOut{}, err
-	}
-	if opts.Progress != nil {
-		opts.Progress(horizon - reported)
-	}
-	if err := ctx.Err(); err != nil {
-		return designOut{}, err
-	}
-	var exits []topo.Exit
-	// The server side's own counts, read before the replicas go.
-	counts, noCounts := serverCounts(ctx, t, sc, d, dr.t0)
-	if noCounts == "no topology" && own == nil {
-		noCounts = "the replicas are a stormsim up's: stormsim merge --up-logs reconciles a run with up's counters once up has stopped"
-	}
-	if t != nil {
-		t.Close() // every replica is gone: the production logs are complete
-		exits = t.Exits()
-	}
-	closed = true
-
-	h := &history.History{
-		Horizon: int64(horizon), Step: int64(sc.Step), Interval: int64(time.Duration(dr.intervalMS) * time.Millisecond),
-		Stored:         own == nil && caps.HasStore(),
-		NoStore:        own == nil && !caps.HasStore(),
-		HaveProduction: own == nil && t != nil,
-		ByEventID:      own != nil,
-	}
-	for _, c := range cl {
-		h.Join(c.history())
-	}
-	prod, redisLines, err := readLogs(logDir, dr.t0)
-	if err != nil {
-		return designOut{}, fmt.Errorf("live: design %s: %w", d.Name, err)
-	}
-	h.Produced = prod
-	if own == nil {
-		opts.host.addProduced(h, storeFaultAt(sc))
-	}
-	if opts.Log != nil {
-		for _, l := range redisLines {
-			fmt.Fprintf(opts.Log, "live %s: %.1fs: replica %d: go-redis: %s\n", d.Name, l.at.Seconds(), l.slot, l.msg)
-		}
-	}
-	var marks []report.Fault
-	for _, x := range exits {
-		at := x.At.Sub(dr.t0)
-		applied = append(applied, history.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
-		marks = append(marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds(), Unscheduled: true})
-		if opts.Log != nil {
-			fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, at.Seconds(), x)
-		}
-	}
-	for _, nr := range neverReady {
-		marks = append(marks, report.Fault{Kind: report.KindNeverReady, Label: fmt.Sprintf("%s: replica %d never ready again", d.Name, nr.err.Slot),
-			AtS: nr.from.Seconds(), UntilS: horizon.Seconds(), Unscheduled: true})
-	}
-	var storeNotes []string
-	if watch != nil {
-		end := min(time.Since(dr.t0), horizon)
-		storeNotes = watch.notes(end)
-		for i, o := range watch.outages {
-			until := o.until
-			if until == 0 {
-				until = end
-			}
-			applied = append(applied, history.Applied{At: int64(o.from), Kind: "store unreachable: " + o.why, Step: -1, Replica: -1})
-			marks = append(marks, report.Fault{Kind: report.KindStoreUnreachable, Label: fmt.Sprintf("%s: redis unreachable", d.Name),
-				AtS: ms(o.from), UntilS: ms(until), Unscheduled: true})
-			if opts.Log != nil && i < len(storeNotes) {
-				fmt.Fprintf(opts.Log, "live %s: %.1fs: %s\n", d.Name, o.from.Seconds(), storeNotes[i])
-			}
-		}
-	}
-	h.Faults = applied
-
-	in := &judgeIn{
-		counts: counts, noCounts: noCounts, exits: exits, neverReady: neverReady, storeNotes: storeNotes, hookNotes: hookNotes, sampler: sampler,
-		sharedRedis: opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis,
-	}
-	if own == nil && t == nil {
-		in.up = upNote(endpoint, false)
-	}
-	row, res := judgeDesign(sc, d, dr, h, in)
-	return designOut{row: row, h: h, res: res, marks: marks, started: started, clients: len(cl), applied: serverApplied, tool: dr.tool}, nil
-}
-
-// judgeIn is what a design's run leaves, besides its history, for judging.
-type judgeIn struct {
-	counts      *check.ServerCounts // nil: not reconcilable, for noCounts
-	noCounts    string
-	exits       []topo.Exit
-	neverReady  []neverReadySlot
-	storeNotes  []string
-	hookNotes   []string
-	sampler     *storeSampler // nil when the store was not sampled
-	sharedRedis bool          // store_bytes counts a Redis others share (--redis-url)
-	// up, when the clients aimed at a stormsim up's topology, is the note
-	// that says so and how the run was judged.
-	up string
-}
-
-// judgeDesign judges a design's history into its report row and its HTTP
-// exchanges as vegeta Results: a run's, or the union of a sharded run's.
-func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *history.History, in *judgeIn) (report.Design, []vegeta.Result) {
-	j := history.Judge(h)
-	res := vegetaResults(d.Name, dr, h)
-	var m vegeta.Metrics
-	for i := range res {
-		m.Add(&res[i])
-	}
-	m.Close()
-	row := report.Design{
-		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
-		Profile: d.Client.Profile, Era: d.Era, Totals: j.Totals, Series: j.Series,
-		ReplayLatencyMS:   report.Summarise(j.Replay),
-		RecoveryLatencyMS: report.Summarise(j.Recovery),
-		HTTP:              &m,
-	}
-	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
-	row.EventsProduced, row.Reconciliation = reconcile(h, j, in.counts, in.noCounts)
-	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
-		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
-	}
-	if own := d.Own; own != nil && own.URL != "" {
-		// The clients talked to the URL: no design of stormsim's, no LB.
-		row.Target, row.LB = own.URL, "none"
-		row.Mode, row.Sessions, row.Events = "own server", "own server", "own server"
-	}
-	row.Notes = append(row.Notes, in.storeNotes...)
-	if in.sharedRedis {
-		row.Notes = append(row.Notes, "store_bytes counts every stormsim event stream in the Redis given by --redis-url, other designs' and earlier runs' included")
-	}
-	switch {
-	case in.sampler != nil && in.sampler.measured:
-		in.sampler.fill(row.Series.StoreBytes)
-		row.Totals.StorePeakBytes = slices.Max(append(row.Series.StoreBytes, 0))
-	case in.sampler != nil && d.Own == nil: // an own server's store is in ClientSideUnknown
-		row.Unknown = append(row.Unknown, "store_peak_bytes")
-		row.Notes = append(row.Notes, "store_bytes and store_peak_bytes are unknown: the go-sdk replica's in-memory event store does not report its size")
-	case in.up != "" && h.HaveProduction:
-		row.Unknown = append(row.Unknown, "store_peak_bytes", "store_peak_ops_per_s")
-	case in.up != "":
-		row.Judged, row.Unknown = report.JudgedClientSide, slices.Clone(report.ClientSideUnknown)
-	}
-	if in.up != "" {
-		row.Notes = append(row.Notes, in.up)
-	}
-	if own := d.Own; own != nil {
-		row.Judged, row.Unknown = report.JudgedClientSide, report.ClientSideUnknown
-		notes, noProgress := ownNotes(own, dr.tool, h)
-		if noProgress {
-			row.Unknown = append(slices.Clone(report.ClientSideUnknown), report.NoProgressUnknown...)
-		}
-		if !own.HonoursEvents() {
-			for _, k := range report.LengthUnknown {
-				if !slices.Contains(row.Unknown, k) {
-					row.Unknown = append(slices.Clone(row.Unknown), k)
-				}
-			}
-		}
-		row.Notes = append(row.Notes, notes...)
-		for _, x := range in.exits {
-			row.Notes = append(row.Notes, fmt.Sprintf("at %.1f s %s", x.At.Sub(dr.t0).Seconds(), x))
-		}
-		row.Notes = append(row.Notes, in.hookNotes...)
-	}
-	row.Notes = append(row.Notes, dr.guard.notes()...)
-	if n := failedCauses(h); n != "" {
-		row.Notes = append(row.Notes, n)
-	}
-	dr.iso.fill(&row)
-	if len(in.neverReady) > 0 {
-		row.ReplicasNeverReady = len(in.neverReady)
-		row.Series.ReplicasDown = make([]int64, len(row.Series.ActiveStreams))
-		for _, nr := range in.neverReady {
-			for i := range row.Series.ReplicasDown {
-				// Down at the end of step i from the fault on.
-				if float64(i+1)*row.Series.StepS > nr.from.Seconds() {
-					row.Series.ReplicasDown[i]++
-				}
-			}
-			row.Notes = append(row.Notes, nr.note())
-		}
-	}
-	if n := row.UnknownNote(); n != "" {
-		row.Notes = append(row.Notes, n)
-	}
-	return row, res
 }
 
 // neverReadySlot is a replica a fault started that never became ready: down
@@ -942,23 +415,23 @@ func storeFaultsRefused(sc *scenario.Scenario, designs []*scenario.Design) error
 		return nil
 	}
 	for i, f := range sc.Faults {
-		if k := f.Kind(); k == "store-outage" || k == "store-restart" {
-			return &RefusedError{fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url: %w; run without --redis-url to fault a private redis-server", i, k, topo.ErrNotOurs)}
+		if faults.TouchesStore(f, sc.FaultContext()) {
+			return &RefusedError{fmt.Errorf("live: faults[%d] (kind %q) would stop or restart the Redis given by --redis-url: %w; run without --redis-url to fault a private redis-server", i, f.Kind(), topo.ErrNotOurs)}
 		}
 	}
 	return nil
 }
 
 // vegetaResults turns every recorded request into a vegeta Result.
-func vegetaResults(design string, dr *designRun, h *history.History) []vegeta.Result {
+func vegetaResults(design string, t0 time.Time, endpoint string, h *history.History) []vegeta.Result {
 	out := make([]vegeta.Result, len(h.Requests))
 	for i := range h.Requests {
 		r := &h.Requests[i]
 		out[i] = vegeta.Result{
 			Attack: design, Seq: uint64(i), Code: uint16(r.Status),
-			Timestamp: dr.t0.Add(time.Duration(r.Sent)), Latency: time.Duration(r.Answered - r.Sent),
+			Timestamp: t0.Add(time.Duration(r.Sent)), Latency: time.Duration(r.Answered - r.Sent),
 			BytesOut: uint64(r.BytesOut), BytesIn: uint64(r.BytesIn), Error: r.Err,
-			Method: methods[r.Kind], URL: dr.endpoint,
+			Method: methods[r.Kind], URL: endpoint,
 		}
 		if r.Status == 0 && r.Err == "" {
 			out[i].Error = "no response"

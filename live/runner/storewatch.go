@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/live/topo"
 )
 
@@ -59,7 +60,7 @@ type storeWatch struct {
 // that fails while a scheduled store fault holds the store down, or across
 // the start or end of one, is the schedule at work and not counted.
 func watchStore(ctx context.Context, t *topo.Topology, t0 time.Time) (*storeWatch, error) {
-	o, err := topo.RedisOptions(t.RedisAddr())
+	o, err := store.ParseRedisURL(t.RedisAddr())
 	if err != nil {
 		return nil, err
 	}

@@ -372,8 +372,21 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 		c.finish(-1, 0, clients.CauseNone)
 		return true
 	}
-	outcome, cause := clients.Completed, clients.CauseNone
-	msg := ""
+	outcome, cause, msg := c.outcomeOf(timedOut, err, m, deadline)
+	end := c.now()
+	if timedOut {
+		end = deadline
+	}
+	c.settle(end, outcome, cause, msg)
+	return outcome == clients.Completed
+}
+
+// outcomeOf is how a ts-sdk client's call ended: by the call timeout (its
+// stream's drop is the timeout's), by the Node process's failure, or as
+// the SDK answered (a result, a tool error, a JSON-RPC or HTTP error, a
+// resume answered purged).
+func (c *tsClient) outcomeOf(timedOut bool, err error, m tsMsg, deadline int64) (outcome clients.Outcome, cause clients.Cause, msg string) {
+	outcome, cause = clients.Completed, clients.CauseNone
 	switch {
 	case timedOut:
 		outcome, cause = clients.Failed, clients.CauseAbandoned
@@ -405,12 +418,7 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 			cause = clients.CausePurged
 		}
 	}
-	end := c.now()
-	if timedOut {
-		end = deadline
-	}
-	c.settle(end, outcome, cause, msg)
-	return outcome == clients.Completed
+	return outcome, cause, msg
 }
 
 // receipt records a progress notification of call seq as the receipt of

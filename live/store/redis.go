@@ -441,3 +441,12 @@ func StreamInfo(ctx context.Context, rdb redis.UniversalClient, session, stream 
 	}
 	return st, nil
 }
+
+// ParseRedisURL reads a Redis URL (redis://host:port/db), or a bare
+// host:port.
+func ParseRedisURL(u string) (*redis.Options, error) {
+	if !strings.Contains(u, "://") {
+		return &redis.Options{Addr: u}, nil
+	}
+	return redis.ParseURL(u)
+}

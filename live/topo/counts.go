@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stormsim/stormsim/live/replica"
+	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -49,7 +50,7 @@ func (t *Topology) freezeSlot(ctx context.Context, slot int) {
 // freeze reads one replica's counters, its production stopped; gone says
 // the process ends right after.
 func (t *Topology) freeze(ctx context.Context, pid int, base string, gone bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+FreezePath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+replica.FreezePath, nil)
 	if err != nil {
 		return
 	}
@@ -130,7 +131,7 @@ func (t *Topology) Redis() *redis.Client {
 		return nil
 	}
 	if t.rdb == nil {
-		o, err := RedisOptions(t.raddr)
+		o, err := store.ParseRedisURL(t.raddr)
 		if err != nil {
 			return nil
 		}

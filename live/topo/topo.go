@@ -13,7 +13,6 @@
 package topo
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +23,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -297,18 +295,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	addr := make(chan string, 1)
 	silent := make(chan struct{}) // closed when its output ends without the line
 	go func() {
-		sc := bufio.NewScanner(out)
-		found := false
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok && !found {
-				found = true
-				addr <- strings.TrimSuffix(u, "/mcp")
-			}
-			if sc.Text() == "draining" && found {
-				t.drained(slot, cmd)
-			}
-		}
-		if !found {
+		if !replica.WatchHandshake(out, func(u string) { addr <- u }, func() { t.drained(slot, cmd) }) {
 			close(silent)
 		}
 	}()
@@ -549,10 +536,6 @@ func (t *Topology) noticeDown(slot int) {
 	time.AfterFunc(d, func() { t.bal.SetInPool(slot, false) })
 }
 
-// StorePath is where a reference replica reports the bytes its in-memory
-// event store holds, as {"bytes": N}; 404 when it keeps none it can measure.
-const StorePath = "/stormsim/store"
-
 // ErrStoreUnmeasured is returned by StoreBytes for a design whose store
 // stormsim cannot measure: a server stormsim does not build, or the go-sdk
 // replica's in-memory store, which does not report its size.
@@ -594,7 +577,7 @@ func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
 	case topology.EventsRedis:
 		t.mu.Lock()
 		if t.rdb == nil && !t.closing {
-			o, err := RedisOptions(t.raddr)
+			o, err := store.ParseRedisURL(t.raddr)
 			if err != nil {
 				t.mu.Unlock()
 				return 0, err
@@ -616,7 +599,7 @@ func (t *Topology) StoreBytes(ctx context.Context) (int64, error) {
 // is gone, and its store with it), an error when it does not answer in
 // time or answers badly.
 func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+StorePath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+replica.StorePath, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -625,7 +608,7 @@ func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return 0, nil
 		}
-		return 0, fmt.Errorf("topo: %s: %w", base+StorePath, err)
+		return 0, fmt.Errorf("topo: %s: %w", base+replica.StorePath, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
@@ -635,33 +618,10 @@ func replicaStoreBytes(ctx context.Context, base string) (int64, error) {
 		Bytes int64 `json:"bytes"`
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("topo: %s: %s", base+StorePath, resp.Status)
+		return 0, fmt.Errorf("topo: %s: %s", base+replica.StorePath, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		return 0, fmt.Errorf("topo: %s: %w", base+StorePath, err)
+		return 0, fmt.Errorf("topo: %s: %w", base+replica.StorePath, err)
 	}
 	return v.Bytes, nil
-}
-
-// RedisOptions reads a Redis URL (redis://host:port/db), or a bare
-// host:port.
-func RedisOptions(u string) (*redis.Options, error) {
-	if !strings.Contains(u, "://") {
-		return &redis.Options{Addr: u}, nil
-	}
-	return redis.ParseURL(u)
-}
-
-// CountsPath is where a reference replica serves its counters
-// (replica.Counts, as JSON); FreezePath, POSTed to, stops its production
-// first. A replica that drains writes them to CountsFile when it stops.
-const (
-	CountsPath = "/stormsim/counts"
-	FreezePath = "/stormsim/counts/freeze"
-)
-
-// CountsFile is where a replica with production log logPath and process id
-// pid leaves its counters when a planned stop ends it.
-func CountsFile(logPath string, pid int) string {
-	return fmt.Sprintf("%s.counts-%d.json", strings.TrimSuffix(logPath, ".jsonl"), pid)
 }

@@ -1,4 +1,4 @@
-package cli
+package up
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ import (
 	"github.com/stormsim/stormsim/scenario"
 )
 
-// upState is what `stormsim up` writes to its state file, kept current:
+// State is what `stormsim up` writes to its state file, kept current:
 // `stormsim fault --up FILE` reads Control and Token from it.
-type upState struct {
+type State struct {
 	Scenario string `json:"scenario"`
 	Design   string `json:"design"`
 	PID      int    `json:"pid"` // stormsim up's own
@@ -50,7 +50,8 @@ type upState struct {
 // logMu guards the log; mu guards t, state, printed and stdout; applyMu
 // makes fault steps, scheduled or on demand, go one at a time.
 type upRun struct {
-	env       *Env
+	stdout    io.Writer
+	stderr    io.Writer
 	statePath string
 	t0        time.Time
 	run       context.Context // ends when up stops: the schedule, the faults in progress
@@ -65,21 +66,21 @@ type upRun struct {
 
 	mu      sync.Mutex
 	t       *topo.Topology
-	state   upState
+	state   State
 	printed map[int]int // the pid printed on stdout for each slot
 
 	applyMu sync.Mutex
 }
 
-func newUpRun(env *Env, logDir, statePath string) (*upRun, error) {
+func newUpRun(stdout, stderr io.Writer, logDir, statePath string) (*upRun, error) {
 	f, err := os.OpenFile(filepath.Join(logDir, "up.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("up: %w", err)
 	}
 	tok := make([]byte, 16)
 	rand.Read(tok) //nolint:errcheck // crypto/rand.Read never fails
-	return &upRun{env: env, statePath: statePath, t0: time.Now(), log: f, printed: map[int]int{},
-		state: upState{PID: os.Getpid(), Logs: logDir, Token: hex.EncodeToString(tok)}}, nil
+	return &upRun{stdout: stdout, stderr: stderr, statePath: statePath, t0: time.Now(), log: f, printed: map[int]int{},
+		state: State{PID: os.Getpid(), Logs: logDir, Token: hex.EncodeToString(tok)}}, nil
 }
 
 // logf writes one line to stderr and to up.log, with the time since up
@@ -88,8 +89,8 @@ func (u *upRun) logf(format string, args ...any) {
 	line := fmt.Sprintf("up: %.1fs: %s\n", time.Since(u.t0).Seconds(), fmt.Sprintf(format, args...))
 	u.logMu.Lock()
 	defer u.logMu.Unlock()
-	io.WriteString(u.env.Stderr, line) //nolint:errcheck // nowhere better to say it
-	u.log.WriteString(line)            //nolint:errcheck // as above
+	io.WriteString(u.stderr, line) //nolint:errcheck // nowhere better to say it
+	u.log.WriteString(line)        //nolint:errcheck // as above
 }
 
 func (u *upRun) close() { u.log.Close() }
@@ -131,10 +132,10 @@ func (u *upRun) printSlots() {
 	for _, s := range u.t.Slots() {
 		if s.State == topo.SlotServing && u.printed[s.Slot] != s.PID {
 			u.printed[s.Slot] = s.PID
-			fmt.Fprintf(u.env.Stdout, "slot %d pid %d %s\n", s.Slot, s.PID, s.URL)
+			fmt.Fprintf(u.stdout, "slot %d pid %d %s\n", s.Slot, s.PID, s.URL)
 		}
 	}
-	if f, ok := u.env.Stdout.(*os.File); ok {
+	if f, ok := u.stdout.(*os.File); ok {
 		f.Sync()
 	}
 }
@@ -212,13 +213,13 @@ func isLoopback(a net.Addr) bool {
 func checkListen(flag, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("up: --%s %q: want host:port (127.0.0.1:0, 0.0.0.0:8080, :8080): %v", flag, addr, err)
+		return inputf("up: --%s %q: want host:port (127.0.0.1:0, 0.0.0.0:8080, :8080): %v", flag, addr, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return usagef("up: --%s %q: the port %q is not a number from 0 to 65535", flag, addr, port)
+		return inputf("up: --%s %q: the port %q is not a number from 0 to 65535", flag, addr, port)
 	}
 	if strings.ContainsAny(host, "/ ") {
-		return usagef("up: --%s %q: the host %q is not a host name or an IP address", flag, addr, host)
+		return inputf("up: --%s %q: the host %q is not a host name or an IP address", flag, addr, host)
 	}
 	return nil
 }
@@ -230,9 +231,9 @@ func checkAdvertise(host string) error {
 	case host == "":
 		return nil
 	case strings.Contains(host, "://") || strings.ContainsAny(host, "/ ?#@"):
-		return usagef("up: --advertise %q: want a host name or an IP address, not a URL (the ports are those of --listen and --control-listen)", host)
+		return inputf("up: --advertise %q: want a host name or an IP address, not a URL (the ports are those of --listen and --control-listen)", host)
 	case strings.Contains(host, ":") && net.ParseIP(host) == nil:
-		return usagef("up: --advertise %q: want a host alone, without a port (the ports are those of --listen and --control-listen)", host)
+		return inputf("up: --advertise %q: want a host alone, without a port (the ports are those of --listen and --control-listen)", host)
 	}
 	return nil
 }
@@ -243,12 +244,9 @@ func (u *upRun) apply(ctx context.Context, s faults.Step, label string) error {
 	u.applyMu.Lock()
 	defer u.applyMu.Unlock()
 	err := u.t.Apply(ctx, s)
-	switch s.Kind {
-	case faults.StepStoreDown, faults.StepStoreUp, faults.StepStoreRestart:
-		if u.t.RedisAddr() == "" {
-			u.logf("%s: %s: nothing done, the design uses no Redis", label, s.Describe())
-			return nil
-		}
+	if s.Kind.Target() == faults.TargetStore && u.t.RedisAddr() == "" {
+		u.logf("%s: %s: nothing done, the design uses no Redis", label, s.Describe())
+		return nil
 	}
 	if err != nil {
 		u.logf("%s: %s: %v", label, s.Describe(), err)
@@ -261,8 +259,8 @@ func (u *upRun) apply(ctx context.Context, s faults.Step, label string) error {
 	return err
 }
 
-// faultAnswer is the control endpoint's answer to a fault.
-type faultAnswer struct {
+// FaultAnswer is the control endpoint's answer to a fault.
+type FaultAnswer struct {
 	Applied []string `json:"applied,omitempty"` // the steps done before the answer
 	Later   []string `json:"later,omitempty"`   // the steps still to come, with their delay
 	Error   string   `json:"error,omitempty"`
@@ -274,33 +272,33 @@ type faultAnswer struct {
 // scenario's is. The steps due now are applied before the answer, the rest
 // at their times.
 func (u *upRun) faultHandler(w http.ResponseWriter, r *http.Request) {
-	answer := func(code int, a faultAnswer) {
+	answer := func(code int, a FaultAnswer) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		json.NewEncoder(w).Encode(a) //nolint:errcheck // the client reads what arrives
 	}
 	if r.Header.Get("Authorization") != "Bearer "+u.state.Token {
-		answer(http.StatusUnauthorized, faultAnswer{Error: "want the token of the state file"})
+		answer(http.StatusUnauthorized, FaultAnswer{Error: "want the token of the state file"})
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
 	if err != nil {
-		answer(http.StatusBadRequest, faultAnswer{Error: err.Error()})
+		answer(http.StatusBadRequest, FaultAnswer{Error: err.Error()})
 		return
 	}
 	fc := faults.Context{Replicas: len(u.t.Slots()), Duration: math.MaxInt64}
 	f, err := decodeFault(body, fc)
 	if err != nil {
-		answer(http.StatusBadRequest, faultAnswer{Error: err.Error()})
+		answer(http.StatusBadRequest, FaultAnswer{Error: err.Error()})
 		return
 	}
-	if k := f.Kind(); (k == "store-outage" || k == "store-restart") && u.t.RedisAddr() == "" {
-		answer(http.StatusBadRequest, faultAnswer{Error: fmt.Sprintf("fault %s: design %s uses no Redis: there is no store to fault", k, u.state.Design)})
+	if k := f.Kind(); faults.TouchesStore(f, fc) && u.t.RedisAddr() == "" {
+		answer(http.StatusBadRequest, FaultAnswer{Error: fmt.Sprintf("fault %s: design %s uses no Redis: there is no store to fault", k, u.state.Design)})
 		return
 	}
 	steps := f.Steps(fc)
 	start := time.Now()
-	var a faultAnswer
+	var a FaultAnswer
 	i := 0
 	for ; i < len(steps) && steps[i].At <= 0; i++ {
 		if err := u.apply(u.run, steps[i], "on demand"); err != nil {

@@ -1,4 +1,4 @@
-package cli
+package replica
 
 import (
 	"context"
@@ -19,7 +19,8 @@ import (
 // EventStore interface. SIGTERM shuts the HTTP server down the way a Go
 // service does: no new connections, running streams get up to the drain
 // limit, then the rest are closed.
-func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr, logPath string) error {
+func serveSDK(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
+	addr, redisAddr, logPath := o.Addr, o.RedisAddr, o.LogPath
 	cfg := sdkreplica.Config{Stateless: d.Mode == topology.ModeStateless, Era: d.Era}
 	switch d.Events {
 	case topology.EventsMemory:
@@ -48,7 +49,7 @@ func serveSDK(ctx context.Context, env *Env, d *scenario.Design, addr, redisAddr
 		logRedisTo(f)
 	}
 	srv := sdkreplica.New(cfg)
-	hs, drain, err := listenAndWait(ctx, env, addr, srv, func() bool { return true }, nil)
+	hs, drain, err := listenAndWait(ctx, o.Stdout, addr, srv, func() bool { return true }, nil)
 	if err != nil {
 		return err
 	}
