@@ -377,7 +377,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 		dr.reconnSem = make(chan struct{}, n)
 	}
 	if sc.ProbesFor(d) && !opts.sharded() {
-		dr.iso = newIsolation(dr)
+		dr.iso = newIsolation(dr, t)
 	}
 	arrivals := workload.Arrivals(sc)
 	cl := make([]liveClient, 0, len(arrivals))
