@@ -2,6 +2,7 @@ package history
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -52,7 +53,54 @@ func (cs *callState) attempt(a int32) *attemptState {
 }
 
 // Judge computes the metrics of docs/domain.md §6 from a history.
-func Judge(h *History) *Judgment {
+func Judge(h *History) *Judgment { return judge(h, nil) }
+
+// JudgeContext is Judge stopped when ctx ends: it returns ctx's error
+// within a few thousand steps of any of its loops (the sort of the
+// receipts among them), so that a signal while a large history is judged
+// stops the judging at once.
+func JudgeContext(ctx context.Context, h *History) (j *Judgment, err error) {
+	if ctx.Done() == nil {
+		return judge(h, nil), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, ok := r.(stopped)
+			if !ok {
+				panic(r)
+			}
+			j, err = nil, s.err
+		}
+	}()
+	return judge(h, &stopper{ctx: ctx}), nil
+}
+
+// stopper checks its context every stopEvery ticks; a nil stopper never
+// stops.
+type stopper struct {
+	ctx context.Context
+	n   int
+}
+
+// stopped is the panic that unwinds a judging whose context ended, caught
+// by JudgeContext.
+type stopped struct{ err error }
+
+const stopEvery = 1 << 12
+
+func (s *stopper) tick() {
+	if s == nil {
+		return
+	}
+	s.n++
+	if s.n%stopEvery == 0 {
+		if err := s.ctx.Err(); err != nil {
+			panic(stopped{err})
+		}
+	}
+}
+
+func judge(h *History, stop *stopper) *Judgment {
 	step := max(h.Step, 1)
 	n := int((h.Horizon + step - 1) / step)
 	n = max(n, 1)
@@ -74,6 +122,7 @@ func Judge(h *History) *Judgment {
 
 	// Production logs.
 	for _, p := range h.Produced {
+		stop.tick()
 		cs := get(p.Client, p.Seq)
 		if cs == nil {
 			continue // a call the history does not know: not one of ours
@@ -97,6 +146,7 @@ func Judge(h *History) *Judgment {
 
 	// Requests.
 	for i := range h.Requests {
+		stop.tick()
 		r := &h.Requests[i]
 		t.Requests++
 		b := bucket(r.Sent)
@@ -159,8 +209,12 @@ func Judge(h *History) *Judgment {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(h.Receipts[a].T, h.Receipts[b].T) })
+	slices.SortStableFunc(order, func(a, b int) int {
+		stop.tick()
+		return cmp.Compare(h.Receipts[a].T, h.Receipts[b].T)
+	})
 	for _, i := range order {
+		stop.tick()
 		r := &h.Receipts[i]
 		if cs := get(r.Client, r.Seq); cs != nil {
 			cs.receipts = append(cs.receipts, i)
@@ -171,11 +225,12 @@ func Judge(h *History) *Judgment {
 	openEnd := openStreams(h)
 	for _, c := range h.Calls {
 		cs := calls[key{c.Client, c.Seq}]
-		judgeCall(h, cs, t, j, replayDone, openEnd)
+		judgeCall(h, cs, t, j, replayDone, openEnd, stop)
 		if cs.c.End >= 0 {
 			// Loss is counted at the end of the call, event by event.
 			var lost int64
 			for idx := int32(1); idx <= c.E; idx++ {
+				stop.tick()
 				if cs.recv[idx] {
 					continue
 				}
@@ -203,6 +258,7 @@ func Judge(h *History) *Judgment {
 			s.EventsLost[bucket(c.End)] += lost
 		} else {
 			for idx := int32(1); idx <= c.E; idx++ {
+				stop.tick()
 				if !cs.recv[idx] {
 					t.EventsPending++
 				}
@@ -220,7 +276,7 @@ func Judge(h *History) *Judgment {
 
 // judgeCall counts one call's calls, deliveries, duplicates, reorderings,
 // replays, latencies and production terms.
-func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, openEnd map[[3]int32]bool) {
+func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, openEnd map[[3]int32]bool, stop *stopper) {
 	c := cs.c
 	t.Calls++
 	t.EventsExpected += int64(c.E)
@@ -244,6 +300,7 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 	dropAt := int64(-1)
 	di := 0
 	for _, ri := range cs.receipts {
+		stop.tick()
 		r := &h.Receipts[ri]
 		for di < len(cs.drops) && cs.drops[di] <= r.T {
 			if dropAt < 0 {
@@ -366,6 +423,7 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 				continue
 			}
 			for idx, pt := range b.prod {
+				stop.tick()
 				if pt <= a.lastT && idx > earlier {
 					earlier = idx
 				}
@@ -376,6 +434,7 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 		// connected at the end of the run is not waste: it was on its way.
 		if h.NoStore && !(c.End < 0 && openEnd[[3]int32{c.Client, c.Seq, int32(i)}]) {
 			for idx := range a.prod {
+				stop.tick()
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
 				}

@@ -166,7 +166,10 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 	if d.Own == nil && d.Server == topology.ServerGoSDK {
 		in.noCounts = "the go-sdk replica keeps no counters stormsim can read: the SDK exposes no count of the events it produced or sent"
 	}
-	row, res := judgeDesign(sc, d, dr, h, in)
+	row, res, err := judgeDesign(ctx, sc, d, dr, h, in)
+	if err != nil {
+		return nil, err
+	}
 	if r := row.Reconciliation; opts.UpLogs != "" && r != nil && (r.OK || r.NotReconcilable != "") {
 		notes = append(notes, r.Line()) // the mismatches have a note of their own
 	}

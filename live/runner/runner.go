@@ -61,6 +61,10 @@ type Options struct {
 	// Progress, if set, is called with increments of wall time done, summed
 	// over designs; the total is the horizon times the number of designs.
 	Progress func(delta time.Duration)
+	// Judging, if set, is told when a design's run is over and its history
+	// of receipts events is being judged: the part of a large run after
+	// its clock, which a signal also stops.
+	Judging func(design string, receipts int)
 	// Results, if set, receives every HTTP exchange as a vegeta Result, in
 	// vegeta's binary format (results.bin), Attack set to the design.
 	Results io.Writer
@@ -244,6 +248,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
+		if derr := errors.Join(errs...); errors.Is(derr, err) {
+			return nil, derr // it says where the run stopped: judging, say
+		}
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -731,7 +738,13 @@ loop:
 	if own == nil && t == nil {
 		in.up = upNote(endpoint, false)
 	}
-	row, res := judgeDesign(sc, d, dr, h, in)
+	if opts.Judging != nil {
+		opts.Judging(d.Name, len(h.Receipts))
+	}
+	row, res, err := judgeDesign(ctx, sc, d, dr, h, in)
+	if err != nil {
+		return designOut{}, err
+	}
 	return designOut{row: row, h: h, res: res, marks: marks, started: started, clients: len(cl), applied: serverApplied, tool: dr.tool}, nil
 }
 
@@ -752,8 +765,13 @@ type judgeIn struct {
 
 // judgeDesign judges a design's history into its report row and its HTTP
 // exchanges as vegeta Results: a run's, or the union of a sharded run's.
-func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *history.History, in *judgeIn) (report.Design, []vegeta.Result) {
-	j := history.Judge(h)
+// It stops when ctx ends (a signal while a large history is judged), with
+// an error that says so.
+func judgeDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *history.History, in *judgeIn) (report.Design, []vegeta.Result, error) {
+	j, err := history.JudgeContext(ctx, h)
+	if err != nil {
+		return report.Design{}, nil, fmt.Errorf("live: design %s: judging its history (%d calls, %d receipts) stopped: %w", d.Name, len(h.Calls), len(h.Receipts), err)
+	}
 	res := vegetaResults(d.Name, dr, h)
 	var m vegeta.Metrics
 	for i := range res {
@@ -836,7 +854,7 @@ func judgeDesign(sc *scenario.Scenario, d *scenario.Design, dr *designRun, h *hi
 	if n := row.UnknownNote(); n != "" {
 		row.Notes = append(row.Notes, n)
 	}
-	return row, res
+	return row, res, nil
 }
 
 // neverReadySlot is a replica a fault started that never became ready: down
