@@ -837,6 +837,9 @@ func judgeDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design,
 	if n := failedCauses(h); n != "" {
 		row.Notes = append(row.Notes, n)
 	}
+	if n := unansweredNote(h); n != "" {
+		row.Notes = append(row.Notes, n)
+	}
 	dr.iso.fill(&row)
 	if len(in.neverReady) > 0 {
 		row.ReplicasNeverReady = len(in.neverReady)
