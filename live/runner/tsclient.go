@@ -230,24 +230,8 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	fl, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
+	if rerr, werr := p.d.guard.copyClampingRetry(w, resp.Body); rerr != nil && werr == nil {
+		panic(http.ErrAbortHandler)
 	}
 }
 
