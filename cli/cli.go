@@ -82,6 +82,15 @@ func register(c command) {
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first SIGINT or SIGTERM ends ctx: the run stops in order (the
+	// judging too). Then the signals get their default action back, so a
+	// second one ends the process at once; the replicas die with it
+	// (package child), and a run folder is only ever renamed into place
+	// whole.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	env := &Env{Stdout: stdout, Stderr: stderr, Interactive: isTerminal(stderr), ProgressEvery: progressEvery}
 	return run(ctx, env, args)
 }
@@ -112,7 +121,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 		case errors.Is(err, flag.ErrHelp):
 			return ExitOK
 		case errors.Is(err, context.Canceled):
-			fmt.Fprintln(env.Stderr, "stormsim: interrupted; no results were written")
+			fmt.Fprintf(env.Stderr, "stormsim: interrupted (%v); no results were written\n", err)
 			return ExitInterrupted
 		}
 		var ec exitCoder

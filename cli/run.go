@@ -251,6 +251,11 @@ func (f *runFlags) options(env *Env, p *runPlan) (o *orchestrate.Options, done f
 	if o.Live, err = f.liveOptions(engines, p.st); err != nil {
 		return nil, nil, err
 	}
+	if !f.quiet {
+		o.Live.Judging = func(design string, receipts int) {
+			fmt.Fprintf(env.Stderr, "stormsim: %s (live): design %s: judging %d receipts\n", p.sc.Name, design, receipts)
+		}
+	}
 	o.Progress, o.ProgressDone = newProgress(env, f.quiet, scenario.Horizon(p.sc)*time.Duration(n*len(engines)*f.repeat),
 		fmt.Sprintf("%s (%s): %d designs", p.sc.Name, f.engine, n))
 	return o, o.ProgressDone, nil

@@ -2,6 +2,7 @@ package history
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"time"
 
@@ -52,7 +53,54 @@ func (cs *callState) attempt(a int32) *attemptState {
 }
 
 // Judge computes the metrics of docs/domain.md §6 from a history.
-func Judge(h *History) *Judgment {
+func Judge(h *History) *Judgment { return judge(h, nil) }
+
+// JudgeContext is Judge stopped when ctx ends: it returns ctx's error
+// within a few thousand steps of any of its loops (the sort of the
+// receipts among them), so that a signal while a large history is judged
+// stops the judging at once.
+func JudgeContext(ctx context.Context, h *History) (j *Judgment, err error) {
+	if ctx.Done() == nil {
+		return judge(h, nil), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, ok := r.(stopped)
+			if !ok {
+				panic(r)
+			}
+			j, err = nil, s.err
+		}
+	}()
+	return judge(h, &stopper{ctx: ctx}), nil
+}
+
+// stopper checks its context every stopEvery ticks; a nil stopper never
+// stops.
+type stopper struct {
+	ctx context.Context
+	n   int
+}
+
+// stopped is the panic that unwinds a judging whose context ended, caught
+// by JudgeContext.
+type stopped struct{ err error }
+
+const stopEvery = 1 << 12
+
+func (s *stopper) tick() {
+	if s == nil {
+		return
+	}
+	s.n++
+	if s.n%stopEvery == 0 {
+		if err := s.ctx.Err(); err != nil {
+			panic(stopped{err})
+		}
+	}
+}
+
+func judge(h *History, stop *stopper) *Judgment {
 	step := max(h.Step, 1)
 	n := int((h.Horizon + step - 1) / step)
 	n = max(n, 1)
@@ -61,7 +109,7 @@ func Judge(h *History) *Judgment {
 		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
 		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
 	}}
-	jd := &judging{h: h, j: j, t: &j.Totals, s: &j.Series, step: step, n: n, calls: make(map[key]*callState, len(h.Calls))}
+	jd := &judging{h: h, j: j, t: &j.Totals, s: &j.Series, step: step, n: n, calls: make(map[key]*callState, len(h.Calls)), stop: stop}
 	for i := range h.Calls {
 		c := &h.Calls[i]
 		jd.calls[key{c.Client, c.Seq}] = &callState{c: c, recv: map[int32]bool{}}
@@ -90,6 +138,7 @@ type judging struct {
 	step  int64
 	n     int
 	calls map[key]*callState
+	stop  *stopper // nil: never stops
 }
 
 // bucket is the step instant t falls in.
@@ -102,6 +151,7 @@ func (jd *judging) get(c, k int32) *callState { return jd.calls[key{c, k}] }
 func (jd *judging) production() {
 	// Production logs.
 	for _, p := range jd.h.Produced {
+		jd.stop.tick()
 		cs := jd.get(p.Client, p.Seq)
 		if cs == nil {
 			continue // a call the history does not know: not one of ours
@@ -129,6 +179,7 @@ func (jd *judging) production() {
 func (jd *judging) requests() {
 	// Requests.
 	for i := range jd.h.Requests {
+		jd.stop.tick()
 		r := &jd.h.Requests[i]
 		jd.t.Requests++
 		b := jd.bucket(r.Sent)
@@ -195,8 +246,12 @@ func (jd *judging) dropsAndReceipts() {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jd.h.Receipts[a].T, jd.h.Receipts[b].T) })
+	slices.SortStableFunc(order, func(a, b int) int {
+		jd.stop.tick()
+		return cmp.Compare(jd.h.Receipts[a].T, jd.h.Receipts[b].T)
+	})
 	for _, i := range order {
+		jd.stop.tick()
 		r := &jd.h.Receipts[i]
 		if cs := jd.get(r.Client, r.Seq); cs != nil {
 			cs.receipts = append(cs.receipts, i)
@@ -211,11 +266,12 @@ func (jd *judging) perCall() {
 	openEnd := openStreams(jd.h)
 	for _, c := range jd.h.Calls {
 		cs := jd.calls[key{c.Client, c.Seq}]
-		judgeCall(jd.h, cs, jd.t, jd.j, replayDone, openEnd)
+		judgeCall(jd.h, cs, jd.t, jd.j, replayDone, openEnd, jd.stop)
 		if cs.c.End >= 0 {
 			// Loss is counted at the end of the call, event by event.
 			var lost int64
 			for idx := int32(1); idx <= c.E; idx++ {
+				jd.stop.tick()
 				if cs.recv[idx] {
 					continue
 				}
@@ -243,6 +299,7 @@ func (jd *judging) perCall() {
 			jd.s.EventsLost[jd.bucket(c.End)] += lost
 		} else {
 			for idx := int32(1); idx <= c.E; idx++ {
+				jd.stop.tick()
 				if !cs.recv[idx] {
 					jd.t.EventsPending++
 				}
@@ -253,7 +310,7 @@ func (jd *judging) perCall() {
 
 // judgeCall counts one call's calls, deliveries, duplicates, reorderings,
 // replays, latencies and production terms.
-func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, openEnd map[[3]int32]bool) {
+func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, openEnd map[[3]int32]bool, stop *stopper) {
 	c := cs.c
 	t.Calls++
 	t.EventsExpected += int64(c.E)
@@ -268,15 +325,15 @@ func judgeCall(h *History, cs *callState, t *report.Totals, j *Judgment, replayD
 	if cs.reissued {
 		t.CallsReissued++
 	}
-	deliveries(h, cs, t, j, replayDone)
+	deliveries(h, cs, t, j, replayDone, stop)
 	unproduced(h, cs, t, j)
-	redoneAndWasted(h, cs, t, openEnd)
+	redoneAndWasted(h, cs, t, openEnd, stop)
 }
 
 // deliveries counts a call's deliveries, duplicates, reorderings and
 // replays, with the recovery latency (from the first drop not yet
 // recovered to the first new event of the call) and the replay latency.
-func deliveries(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool) {
+func deliveries(h *History, cs *callState, t *report.Totals, j *Judgment, replayDone map[int32]bool, stop *stopper) {
 	c := cs.c
 	// Deliveries, with recovery latency: from the first drop not yet
 	// recovered to the first new event of the call.
@@ -286,6 +343,7 @@ func deliveries(h *History, cs *callState, t *report.Totals, j *Judgment, replay
 	dropAt := int64(-1)
 	di := 0
 	for _, ri := range cs.receipts {
+		stop.tick()
 		r := &h.Receipts[ri]
 		for di < len(cs.drops) && cs.drops[di] <= r.T {
 			if dropAt < 0 {
@@ -409,7 +467,7 @@ func unproduced(h *History, cs *callState, t *report.Totals, j *Judgment) {
 // redoneAndWasted counts the events an attempt produced again that an
 // earlier one had produced, and, without an event store, those produced
 // for a client that had gone.
-func redoneAndWasted(h *History, cs *callState, t *report.Totals, openEnd map[[3]int32]bool) {
+func redoneAndWasted(h *History, cs *callState, t *report.Totals, openEnd map[[3]int32]bool, stop *stopper) {
 	c := cs.c
 	for i, a := range cs.attempts {
 		if a == nil {
@@ -421,6 +479,7 @@ func redoneAndWasted(h *History, cs *callState, t *report.Totals, openEnd map[[3
 				continue
 			}
 			for idx, pt := range b.prod {
+				stop.tick()
 				if pt <= a.lastT && idx > earlier {
 					earlier = idx
 				}
@@ -431,6 +490,7 @@ func redoneAndWasted(h *History, cs *callState, t *report.Totals, openEnd map[[3
 		// connected at the end of the run is not waste: it was on its way.
 		if h.NoStore && !(c.End < 0 && openEnd[[3]int32{c.Client, c.Seq, int32(i)}]) {
 			for idx := range a.prod {
+				stop.tick()
 				if idx >= 1 && !a.recv[idx] {
 					t.EventsWasted++
 				}

@@ -5,7 +5,14 @@
 // its own process (it replaces itself with this program), so SIGTERM and
 // SIGKILL reach it as they reach any replica.
 //
-//   node server.mjs --addr 127.0.0.1:0 [--stateless] [--no-events] [--log FILE] [--drain-ms N] [--allow-host NAME]...
+//   node server.mjs --addr 127.0.0.1:0 [--stateless] [--no-events] [--shared-store] [--log FILE] [--drain-ms N] [--allow-host NAME]...
+//
+// --shared-store is a leaky variant kept as an example of what the
+// isolation probes exist to catch: one InMemoryEventStore for every session
+// instead of one per session. The SDK's store is keyed by stream alone
+// (its ids are <streamId>_<ms>_<random>, the stream a random UUID), so any
+// session that presents another session's event id is replayed the rest of
+// that stream: the class of the fastmcp and frontmcp advisories.
 //
 // It prints "listening on http://ADDR/mcp" when ready, answers /healthz, and
 // writes the production log in the reference replica's format: a start line
@@ -31,6 +38,7 @@ const opt = (name, def) => {
 const addr = opt('--addr', '127.0.0.1:0');
 const stateless = args.includes('--stateless');
 const noEvents = args.includes('--no-events');
+const sharedStore = args.includes('--shared-store') ? new InMemoryEventStore() : undefined;
 const drainMS = Number(opt('--drain-ms', '100'));
 const logPath = opt('--log', '');
 const log = logPath ? fs.openSync(logPath, 'a') : -1;
@@ -156,7 +164,7 @@ async function handleMCP(req, res) {
   if (req.method === 'POST' && isInitializeRequest(body)) {
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      eventStore: noEvents ? undefined : new InMemoryEventStore(),
+      eventStore: noEvents ? undefined : (sharedStore ?? new InMemoryEventStore()),
       onsessioninitialized: (id) => { sessions.set(id, transport); },
     });
     transport.onclose = () => {

@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -162,6 +163,9 @@ func (s *state) runJobs(ctx context.Context) error {
 		rep, extra, err := RunEngine(ctx, jb.engine, jb.sc, jb.sets, s.o)
 		if err != nil {
 			if ctx.Err() != nil {
+				if errors.Is(err, ctx.Err()) {
+					return err // it says where the run stopped: judging, say
+				}
 				return ctx.Err()
 			}
 			if strings.Contains(err.Error(), "has no design") {
@@ -204,7 +208,7 @@ func RunEngine(ctx context.Context, engine string, sc *scenario.Scenario, sets [
 	if err != nil {
 		return nil, nil, err
 	}
-	hist, err := history.EncodeHistories(out.Histories)
+	hist, err := history.EncodeHistoriesContext(ctx, out.Histories)
 	if err != nil {
 		return nil, nil, err
 	}

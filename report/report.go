@@ -179,8 +179,20 @@ type Isolation struct {
 	Requests    int64            `json:"requests"`     // every request the probes sent
 	StatusCodes map[string]int64 `json:"status_codes"` // their answers by status; "0" for none
 	Presented   int64            `json:"presented"`    // resumes with another live session's event id
-	Events      int64            `json:"events"`       // events with data the probes received
-	Leaked      int64            `json:"leaked"`       // of which from another session's stream: events_leaked
+	// Sessions are the sessions the probes opened; Streams the other
+	// sessions' streams whose earliest event id they presented.
+	Sessions int64 `json:"sessions"`
+	Streams  int64 `json:"streams"`
+	// Routes counts how each probe reached the store of the streams it
+	// presented: owner-replica (stormsim runs the topology, and the
+	// probe's session was opened on the replica that served the stream),
+	// shared-replica (through the endpoint, a session landed on a sighted
+	// stream's replica), no-shared-replica (none did), replica-unknown (no
+	// answer says which replica served it: several sessions presented the
+	// ids), no-sighting (no other session's event id had been seen).
+	Routes map[string]int `json:"routes,omitempty"`
+	Events int64          `json:"events"` // events with data the probes received
+	Leaked int64          `json:"leaked"` // of which from another session's stream: events_leaked
 	// Leaks are the first leaked events, with the sessions involved.
 	Leaks []Leak `json:"leaks,omitempty"`
 }

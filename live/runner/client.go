@@ -711,7 +711,7 @@ func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
 		}
 	}
 	if ev.HasID && c.d.iso != nil {
-		c.d.iso.saw(c.id, c.session, ev.ID, c.hist.Requests[ri].Replica)
+		c.d.iso.saw(c.id, c.seq, attempt, c.session, ev.ID, c.hist.Requests[ri].Replica)
 	}
 	var p parsed
 	if !ev.HasData || ev.Data == "" {

@@ -43,7 +43,13 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if err != nil {
 		return designOut{}, err
 	}
-	row, res := judge(h, ev)
+	if opts.Judging != nil {
+		opts.Judging(d.Name, len(h.Receipts))
+	}
+	row, res, err := judge(ctx, h, ev)
+	if err != nil {
+		return designOut{}, err
+	}
 	return designOut{row: row, h: h, res: res, marks: r.marks, started: r.started, clients: len(r.cl), applied: r.fp.serverApplied, tool: r.dr.tool}, nil
 }
 
@@ -142,7 +148,7 @@ func (r *liveRun) startClients(ctx context.Context) error {
 		dr.reconnSem = make(chan struct{}, n)
 	}
 	if sc.ProbesFor(d) && !r.opts.sharded() {
-		dr.iso = newIsolation(dr)
+		dr.iso = newIsolation(dr, r.t)
 	}
 	if d.Client.Impl == clients.ImplTSSDK {
 		if r.tsp, err = startTSProc(dr); err != nil {

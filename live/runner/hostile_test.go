@@ -100,50 +100,75 @@ func sdkResumes(t *testing.T, d *report.Design) {
 // error is in the top causes of failed calls.
 var hostileModes = []struct {
 	severe bool
-	cases  [2]hostileCase
+	cases  [3]hostileCase // native, go-sdk, ts-sdk
 	sets   []string
 }{
-	{true, [2]hostileCase{
+	{true, [3]hostileCase{
 		{"wrong-id", 99, "responses with the id of another request (wrong id)", noneCompleted},
+		{"wrong-id", 99, "failed calls, top causes", noneCompleted},
 		{"wrong-id", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{true, [2]hostileCase{
+	{true, [3]hostileCase{
+		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
 		{"redirect-cross", 99, "redirect to another origin", noneCompleted},
 		{"redirect-cross", 99, "redirect to another origin", noneCompleted}}, nil},
-	{true, [2]hostileCase{
+	{true, [3]hostileCase{
 		{"retry-overflow", 99, "each was clamped to 10m0s", fewResumes},
-		{"retry-overflow", 99, "failed calls, top causes", sdkResumes}}, nil},
-	{true, [2]hostileCase{
+		{"retry-overflow", 99, "failed calls, top causes", sdkResumes},
+		// The proxy clamps the retry field it passes to Node: the SDK waits
+		// a hint out with setTimeout, which takes a delay above 2^31-1 ms
+		// as 1 ms (unclamped, 369 resumes for 20 calls in one run).
+		{"retry-overflow", 99, "each was clamped to 10m0s", fewResumes}}, nil},
+	{true, [3]hostileCase{
 		{"huge-event", 99, "limits.event_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-event", 99, "failed calls, top causes", noneCompleted},
+		// The proxy passes the SSE stream through: the SDK's call times out
+		// (the note says "call timeout", not the limit).
 		{"huge-event", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{true, [2]hostileCase{
+	{true, [3]hostileCase{
 		{"endless", 99, "limits.events_per_call = 1000 was exceeded", noneCompleted},
 		// The SDK hands notifications over slower than the server sends
 		// them: the call timeout may end the call first.
+		{"endless", 99, "failed calls, top causes", noneCompleted},
 		{"endless", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{true, [2]hostileCase{
+	{true, [3]hostileCase{
+		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
 		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
+		{"unsolicited", 99, "failed calls, top causes", noneCompleted},
 		{"unsolicited", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
 		{"invalid-json", 99, "messages that are not valid JSON", noneCompleted},
+		{"invalid-json", 99, "failed calls, top causes", noneCompleted},
 		{"invalid-json", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
+		{"redirect-same", 0, "hops within the origin were followed", nil},
 		{"redirect-same", 0, "hops within the origin were followed", nil},
 		{"redirect-same", 0, "hops within the origin were followed", nil}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
 		{"huge-line", 99, "limits.line_bytes = 262144 was exceeded", noneCompleted},
+		{"huge-line", 99, "failed calls, top causes", noneCompleted},
 		{"huge-line", 99, "failed calls, top causes", noneCompleted}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
 		{"huge-id", 99, "limits.id_bytes = 1024 was exceeded", noneCompleted},
-		{"huge-id", 0, "", nil}}, nil}, // the go-sdk client keeps only the last id, and the events are within MaxEventSize
-	{false, [2]hostileCase{
+		{"huge-id", 0, "", nil},        // the go-sdk client keeps only the last id, and the events are within MaxEventSize
+		{"huge-id", 0, "", nil}}, nil}, // so does the TypeScript SDK's
+	{false, [3]hostileCase{
+		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted},
 		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted},
 		{"huge-session", 99, "limits.session_id_bytes = 1024 was exceeded", noneCompleted}}, nil},
-	{false, [2]hostileCase{
+	{false, [3]hostileCase{
+		{"index-2e9", 0, "pointed past the call's asked length", nil},
 		{"index-2e9", 0, "pointed past the call's asked length", nil},
 		{"index-2e9", 0, "pointed past the call's asked length", nil}}, []string{`server.tool.progress="index"`}},
+	{false, [3]hostileCase{
+		// The native and go-sdk clients do not ask for gzip and read the
+		// body as it came, within the body limit; the ts-sdk proxy refuses
+		// a compressed body before Node sees it.
+		{"gzip-bomb", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
+		{"gzip-bomb", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
+		{"gzip-bomb", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
 }
 
 // TestHostile runs the built stormsim, as a child process, against each of
@@ -158,7 +183,9 @@ func TestHostile(t *testing.T) {
 	testHostile(t, true)
 }
 
-// TestHostileLong is TestHostile for the other modes (make test-long).
+// TestHostileLong is TestHostile for the other modes, and for every mode
+// with ts-sdk clients, whose Node process must also stay under its heap
+// limit (make test-long).
 func TestHostileLong(t *testing.T) {
 	testHostile(t, false)
 }
@@ -174,18 +201,32 @@ func testHostile(t *testing.T, severe bool) {
 	}
 	var runs []*run
 	for _, m := range hostileModes {
-		if m.severe != severe {
-			continue
-		}
-		for i, impl := range []string{"native", "go-sdk"} {
-			runs = append(runs, &run{name: m.cases[i].mode + "/" + impl, c: m.cases[i], impl: impl, sets: m.sets})
+		for i, impl := range []string{"native", "go-sdk", "ts-sdk"} {
+			// make test: the severe modes with native and go-sdk clients;
+			// make test-long: the rest, and every mode with ts-sdk clients.
+			if (m.severe && impl != "ts-sdk") == severe {
+				runs = append(runs, &run{name: m.cases[i].mode + "/" + impl, c: m.cases[i], impl: impl, sets: m.sets})
+			}
 		}
 	}
+	if !severe {
+		needTS(t)
+	}
 	var wg sync.WaitGroup
+	// As many runs at once as TestHostile makes, of which 3 with ts-sdk
+	// clients: a Node process each, whose start-up on a loaded machine
+	// counts in the run's time.
+	sem, nodes := make(chan struct{}, 12), make(chan struct{}, 3)
 	for _, r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if r.impl == "ts-sdk" {
+				nodes <- struct{}{}
+				defer func() { <-nodes }()
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			r.r = runHostile(exe, r.c.mode, r.impl, t.TempDir(), r.sets)
 		}()
 	}
@@ -201,6 +242,7 @@ type hostileRun struct {
 	code    int
 	took    time.Duration
 	rss     int64 // peak, bytes
+	nodeRSS int64 // ts-sdk: the peak of the clients' Node process, bytes
 	reached int64 // requests that reached the other host
 	stderr  string
 	d       *report.Design
@@ -221,8 +263,8 @@ func runHostile(exe, mode, impl, out string, sets []string) (res hostileRun) {
 	}
 	defer kill()
 	profile := "compliant"
-	if impl == "go-sdk" {
-		profile = "go-sdk"
+	if impl != "native" {
+		profile = impl
 	}
 	args := []string{"run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts", "--quiet",
 		"--no-saturation-check", "--set", fmt.Sprintf("server.url=%q", endpoint), "--set", "client.impl=" + impl, "--set", "client.profile=" + profile}
@@ -237,9 +279,10 @@ func runHostile(exe, mode, impl, out string, sets []string) (res hostileRun) {
 		return hostileRun{err: err}
 	}
 	hwm := watchHWM(cmd.Process.Pid)
+	nodeHWM := watchChildHWM(cmd.Process.Pid, "node")
 	err = cmd.Wait()
 	res.took, res.stderr = time.Since(start), stderr.String()
-	res.rss = hwm()
+	res.rss, res.nodeRSS = hwm(), nodeHWM()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		res.code = ee.ExitCode()
@@ -268,6 +311,9 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	if r.rss == 0 || r.rss >= 512<<20 {
 		t.Errorf("peak RSS of the stormsim process %d MiB: want above 0 and under 512 MiB", r.rss>>20)
 	}
+	if impl == "ts-sdk" && (r.nodeRSS == 0 || r.nodeRSS >= tsHeapMiB<<20) {
+		t.Errorf("peak RSS of the ts-sdk clients' Node process %d MiB: want above 0 and under its heap limit, %d MiB", r.nodeRSS>>20, tsHeapMiB)
+	}
 	if r.code != c.code {
 		t.Errorf("exit %d: want %d\n%s", r.code, c.code, r.stderr)
 	}
@@ -284,8 +330,48 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	if c.check != nil {
 		c.check(t, d)
 	}
-	t.Logf("%s/%s: exit %d in %v, peak RSS %d MiB; calls %d completed %d failed %d, resumes %d", c.mode, impl, r.code, r.took.Round(time.Millisecond),
-		r.rss>>20, d.Totals.Calls, d.Totals.CallsCompleted, d.Totals.CallsFailed, d.Totals.Resumes)
+	t.Logf("%s/%s: exit %d in %v, peak RSS %d MiB (Node %d MiB); calls %d completed %d failed %d, resumes %d", c.mode, impl, r.code, r.took.Round(time.Millisecond),
+		r.rss>>20, r.nodeRSS>>20, d.Totals.Calls, d.Totals.CallsCompleted, d.Totals.CallsFailed, d.Totals.Resumes)
+}
+
+// watchChildHWM is watchHWM for the children of process pid named comm
+// (the ts-sdk clients' Node process): the highest peak any of them reached.
+func watchChildHWM(pid int, comm string) func() int64 {
+	var peak atomic.Int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	watching := map[int]func() int64{}
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+			for _, f := range tasks {
+				b, _ := os.ReadFile(f)
+				for _, c := range strings.Fields(string(b)) {
+					var cp int
+					fmt.Sscan(c, &cp) //nolint:errcheck // a pid
+					name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cp))
+					if _, ok := watching[cp]; !ok && strings.TrimSpace(string(name)) == comm {
+						watching[cp] = watchHWM(cp)
+					}
+				}
+			}
+			select {
+			case <-done:
+				for _, stop := range watching {
+					peak.Store(max(peak.Load(), stop()))
+				}
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
 }
 
 // watchHWM reads the peak resident set (VmHWM) of process pid from

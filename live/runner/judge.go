@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -53,9 +54,12 @@ type evidence struct {
 // judge judges a design's history with its evidence into its report row
 // and its HTTP exchanges as vegeta Results: a run's, or the union of a
 // sharded run's.
-func judge(h *history.History, ev *evidence) (report.Design, []vegeta.Result) {
+func judge(ctx context.Context, h *history.History, ev *evidence) (report.Design, []vegeta.Result, error) {
 	d := ev.d
-	j := history.Judge(h)
+	j, err := history.JudgeContext(ctx, h)
+	if err != nil {
+		return report.Design{}, nil, fmt.Errorf("live: design %s: judging its history (%d calls, %d receipts) stopped: %w", d.Name, len(h.Calls), len(h.Receipts), err)
+	}
 	res := vegetaResults(d.Name, ev.t0, ev.endpoint, h)
 	var m vegeta.Metrics
 	for i := range res {
@@ -89,6 +93,9 @@ func judge(h *history.History, ev *evidence) (report.Design, []vegeta.Result) {
 	if n := failedCauses(h); n != "" {
 		row.Notes = append(row.Notes, n)
 	}
+	if n := unansweredNote(h); n != "" {
+		row.Notes = append(row.Notes, n)
+	}
 	ev.iso.fill(&row)
 	ev.replicasNeverReady(&row)
 	if n := row.UnknownNote(); n != "" {
@@ -96,7 +103,7 @@ func judge(h *history.History, ev *evidence) (report.Design, []vegeta.Result) {
 	}
 	ev.merged(&row)
 	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, ev.faults)
-	return row, res
+	return row, res, nil
 }
 
 // storeBytes fills the store's size per step and its peak from the

@@ -117,7 +117,10 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		notes = append(notes, "the isolation probes do not run in a sharded run (each shard would probe its own clients' sessions only): run the scenario unsharded to probe")
 	}
 	in.shardNotes = notes
-	row, res := judge(h, in)
+	row, res, err := judge(ctx, h, in)
+	if err != nil {
+		return nil, err
+	}
 	r.Designs = append(r.Designs, row)
 	if opts.Results != nil {
 		enc := vegeta.NewEncoder(opts.Results)

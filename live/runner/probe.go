@@ -13,22 +13,23 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/history"
-	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
+	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/topology"
 )
 
 // The isolation probes (isolation.probes): during a live run a few extra
-// sessions present another live session's event id as Last-Event-ID, on
+// sessions present other live sessions' event ids as Last-Event-ID, on
 // their own session and with none, and forged ids (that id with its counter
 // moved, a very long one, a non-ASCII one, a path-like one, an empty one).
 // A probe makes no call of its own, so every event of a call it is sent
-// belongs to a stream of another session: a leak (events_leaked).
+// belongs to a stream of another session: a leak (events_leaked). Which
+// ids, and where they are sent, is in probestreams.go.
 //
-// The probes' requests go to the same endpoint as the clients' but are kept
-// out of the history: no metric but the design's isolation block counts
-// them.
+// The probes' requests go to the same endpoint as the clients' (or to the
+// replica behind it) but are kept out of the history: no metric but the
+// design's isolation block counts them.
 
 const (
 	// probeCount is how many probe sessions a design's run opens, at
@@ -42,95 +43,31 @@ const (
 	probeTimeout = 10 * time.Second
 	// maxLeaks is how many leaked events the report names.
 	maxLeaks = 5
-	// sightingRing is how many recent event ids the clients' sightings keep.
-	sightingRing = 256
 	// ProbeClientName is the clientInfo name of a probe's initialize, so
 	// that a server's own logs can tell the probes from the clients.
 	ProbeClientName = "stormsim-isolation-probe"
 )
 
-// sighting is one event id a client was sent, in its session, through a
-// replica (-1 when unknown).
-type sighting struct {
-	client  int32
-	session string
-	id      string
-	replica int
-}
-
-// isolation is one design's probes. The clients call saw from their own
-// goroutines; mu guards the sightings. res is written by the probe
-// goroutine only and read once it has returned.
+// isolation is one design's probes. The clients record what they saw in
+// seen; res is written under resMu (a probe's resumes run side by side)
+// and read once the probes have returned. slots, when stormsim runs the
+// topology, lists its replicas.
 type isolation struct {
-	dr *designRun
+	dr    *designRun
+	slots func() []topo.SlotState
+	seen  sightings
 
-	mu       sync.Mutex
-	ring     [sightingRing]sighting
-	n        int              // sightings recorded
-	sessions map[int32]string // each client's latest session that was sent an event id
-
-	res report.Isolation
+	resMu sync.Mutex
+	res   report.Isolation
 }
 
-func newIsolation(dr *designRun) *isolation {
-	return &isolation{dr: dr, sessions: map[int32]string{}, res: report.Isolation{StatusCodes: map[string]int64{}}}
-}
-
-// saw records that client, in session, was sent the event id through
-// replica. Safe for concurrent use.
-func (p *isolation) saw(client int32, session, id string, replica int) {
-	if session == "" || id == "" {
-		return
+func newIsolation(dr *designRun, t *topo.Topology) *isolation {
+	p := &isolation{dr: dr, res: report.Isolation{StatusCodes: map[string]int64{}, Routes: map[string]int{}}}
+	p.seen.cur, p.seen.sessions = map[int32]int{}, map[int32]string{}
+	if t != nil {
+		p.slots = t.Slots
 	}
-	p.mu.Lock()
-	p.ring[p.n%sightingRing] = sighting{client: client, session: session, id: id, replica: replica}
-	p.n++
-	p.sessions[client] = session
-	p.mu.Unlock()
-}
-
-// victim is the latest sighting of a session other than own: one served by
-// replica when replica is known (its store is the one the probe's own
-// session reaches), else any.
-func (p *isolation) victim(own string, replica int) (sighting, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var any sighting
-	found := false
-	for i := 0; i < min(p.n, sightingRing); i++ {
-		s := p.ring[(p.n-1-i)%sightingRing]
-		if s.session == own {
-			continue
-		}
-		if replica < 0 || s.replica == replica {
-			return s, true
-		}
-		if !found {
-			any, found = s, true
-		}
-	}
-	return any, found
-}
-
-func (p *isolation) owner(client int32) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sessions[client]
-}
-
-// run sends the probes at their times until ctx ends.
-func (p *isolation) run(ctx context.Context) {
-	for k := 1; k <= probeCount; k++ {
-		at := p.dr.t0.Add(p.dr.sc.Duration * time.Duration(k) / (probeCount + 1))
-		t := time.NewTimer(time.Until(at))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		p.probe(ctx)
-	}
+	return p
 }
 
 // try is one resume a probe sends.
@@ -141,76 +78,39 @@ type try struct {
 	foreign bool   // the id is another live session's (as sent or its counter moved)
 }
 
-// probe opens a session, presents the ids and ends the session.
-func (p *isolation) probe(ctx context.Context) {
-	sid, replica := p.open(ctx)
-	if ctx.Err() != nil {
-		return
-	}
-	p.res.Probes++
-	v, have := p.victim(sid, replica)
-	base, owner := "probe", "session"
-	var tries []try
-	if have {
-		base, owner = streamPart(v.id), v.session
-		tries = append(tries,
-			try{"foreign-id", v.id, true, true},
-			try{"no-session", v.id, false, true},
-			try{"counter-moved", moveCounter(v.id), true, true})
-	}
-	tries = append(tries,
-		try{"long-id", base + "_" + strings.Repeat("9", 4096), true, false},
-		try{"non-ascii", base + "_\uff15\u00e9", true, false},
-		try{"path-like", "../" + owner + "/" + base + "_0", true, false},
-		try{"empty", "", true, false})
-	for _, t := range tries {
-		if ctx.Err() != nil {
-			return
-		}
-		p.resume(ctx, sid, t)
-	}
-	if sid != "" {
-		if resp, err := p.do(ctx, http.MethodDelete, sid, nil, nil); err == nil {
-			drain(resp)
-		}
-	}
-}
-
-// open initializes the probe's session: its id ("" when the server gives
-// none) and the replica the LB sent it to (-1 when unknown).
-func (p *isolation) open(ctx context.Context) (string, int) {
+// open initializes a probe's session at endpoint: its id ("" when the
+// server gives none) and the replica the LB sent it to (-1 when unknown).
+func (p *isolation) open(ctx context.Context, endpoint string) site {
+	at := site{endpoint: endpoint, replica: -1}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
 		"protocolVersion": p.dr.d.Era, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": ProbeClientName, "version": "0.1.0"}}})
-	resp, err := p.do(ctx, http.MethodPost, "", nil, body)
+	resp, err := p.do(ctx, http.MethodPost, endpoint, "", nil, body)
 	if err != nil {
-		return "", -1
+		return at
 	}
 	drain(resp)
 	if resp.StatusCode/100 != 2 {
-		return "", -1
+		return at
 	}
-	sid := resp.Header.Get("Mcp-Session-Id")
-	replica := -1
-	if n, err := strconv.Atoi(resp.Header.Get(lb.ReplicaHeader)); err == nil {
-		replica = n
-	}
-	if sid != "" {
-		if resp, err := p.do(ctx, http.MethodPost, sid, nil, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err == nil {
+	p.add(func(r *report.Isolation) { r.Sessions++ })
+	at.sid, at.replica = resp.Header.Get("Mcp-Session-Id"), replicaOf(resp)
+	if at.sid != "" {
+		if resp, err := p.do(ctx, http.MethodPost, endpoint, at.sid, nil, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err == nil {
 			drain(resp)
 		}
 	}
-	return sid, replica
+	return at
 }
 
 // do sends one probe request and counts it with its status.
-func (p *isolation) do(ctx context.Context, method, sid string, lastID *string, body []byte) (*http.Response, error) {
+func (p *isolation) do(ctx context.Context, method, endpoint, sid string, lastID *string, body []byte) (*http.Response, error) {
 	rctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(rctx, method, p.dr.endpoint, rd)
+	req, err := http.NewRequestWithContext(rctx, method, endpoint, rd)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -228,14 +128,14 @@ func (p *isolation) do(ctx context.Context, method, sid string, lastID *string, 
 	if lastID != nil {
 		req.Header.Set("Last-Event-ID", *lastID)
 	}
-	p.res.Requests++
+	p.add(func(r *report.Isolation) { r.Requests++ })
 	resp, err := p.dr.http.Do(req)
 	if err != nil {
 		cancel()
-		p.res.StatusCodes["0"]++
+		p.add(func(r *report.Isolation) { r.StatusCodes["0"]++ })
 		return nil, err
 	}
-	p.res.StatusCodes[strconv.Itoa(resp.StatusCode)]++
+	p.add(func(r *report.Isolation) { r.StatusCodes[strconv.Itoa(resp.StatusCode)]++ })
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
 }
@@ -263,15 +163,15 @@ func drain(resp *http.Response) {
 
 // resume sends one GET with t's Last-Event-ID and reads the stream it is
 // answered with, if any, for probeRead, judging every event.
-func (p *isolation) resume(ctx context.Context, sid string, t try) {
+func (p *isolation) resume(ctx context.Context, at site, t try) {
 	if t.foreign {
-		p.res.Presented++
+		p.add(func(r *report.Isolation) { r.Presented++ })
 	}
 	s := ""
 	if t.session {
-		s = sid
+		s = at.sid
 	}
-	resp, err := p.do(ctx, http.MethodGet, s, &t.id, nil)
+	resp, err := p.do(ctx, http.MethodGet, at.endpoint, s, &t.id, nil)
 	if err != nil {
 		return
 	}
@@ -291,13 +191,16 @@ func (p *isolation) resume(ctx context.Context, sid string, t try) {
 		if !ev.HasData || ev.Data == "" {
 			continue
 		}
-		p.res.Events++
-		if l, leaked := p.judge(ev, t, s); leaked {
-			p.res.Leaked++
-			if len(p.res.Leaks) < maxLeaks {
-				p.res.Leaks = append(p.res.Leaks, l)
+		l, leaked := p.judge(ev, t, s)
+		p.add(func(r *report.Isolation) {
+			r.Events++
+			if leaked {
+				r.Leaked++
+				if len(r.Leaks) < maxLeaks {
+					r.Leaks = append(r.Leaks, l)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -331,6 +234,9 @@ func (p *isolation) fill(row *report.Design) {
 	row.Totals.EventsLeaked = res.Leaked
 	if res.Presented == 0 && row.Events != topology.EventsNone {
 		row.Notes = append(row.Notes, "isolation: the probes found no other session's event id to present (no native client had been sent one), so events_leaked 0 says only that the forged ids leaked nothing")
+	}
+	if n := routesNote(&res); n != "" {
+		row.Notes = append(row.Notes, n)
 	}
 	if res.Leaked > 0 {
 		row.Notes = append(row.Notes, fmt.Sprintf("isolation: %d events of other sessions' streams were sent to the isolation probes; the server's event store replays one session's events to another", res.Leaked))

@@ -213,3 +213,70 @@ func TestMoveCounter(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationTSSharedStore is acceptance 6 of issue 34: stormsim run of
+// leaky-ts-example against the official TypeScript SDK's server with one
+// InMemoryEventStore for every session (node/server.mjs --shared-store)
+// reports events_leaked > 0 and exits 99; the same server with a store per
+// session, as the SDK's example wires it, gives 0 with the same probes.
+// The SDK's ids are opaque (<streamId>_<ms>_<random>) and a replay follows
+// the id presented, so only the earliest id of a stream finds the leak:
+// presenting the newest, as the probes once did, found 0 against the
+// shared store.
+func TestIsolationTSSharedStore(t *testing.T) {
+	needTS(t)
+	file, _ := filepath.Abs("../../examples/leaky-ts-example.toml")
+	run := func(t *testing.T, command string) (int, *report.Design) {
+		out := t.TempDir()
+		cmd := exec.Command(bin, "run", "leaky-ts-example", "--file", file, "--engine", "live", "--out", out, "--no-charts",
+			"--set", "server.command="+strconv.Quote(command))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		r, err := report.Read(filepath.Join(out, "leaky-ts-example", "latest"))
+		if err != nil {
+			t.Fatalf("exit %d, stderr %s: %v", code, stderr.String(), err)
+		}
+		d := r.Designs[0]
+		if d.Isolation == nil {
+			t.Fatalf("exit %d: no isolation block", code)
+		}
+		iso := d.Isolation
+		t.Logf("exit %d: %d probes, %d sessions, routes %v, %d streams, %d presented, %d events, %d leaked", code,
+			iso.Probes, iso.Sessions, iso.Routes, iso.Streams, iso.Presented, iso.Events, iso.Leaked)
+		if iso.Probes != probeCount || iso.Routes[RouteOwnerReplica] != probeCount || iso.Streams < probeCount*2 {
+			t.Errorf("probes %d, routes %v, streams %d: want %d probes, each sent to the owner's replica with several streams presented",
+				iso.Probes, iso.Routes, iso.Streams, probeCount)
+		}
+		if !strings.Contains(strings.Join(d.Notes, "\n"), "owner-replica (sent to the replica that served the stream)") {
+			t.Errorf("notes %q do not say where the probes were sent", d.Notes)
+		}
+		return code, &d
+	}
+	t.Run("shared", func(t *testing.T) {
+		t.Parallel()
+		code, d := run(t, "node ../node/server.mjs --addr 127.0.0.1:{port} --shared-store")
+		if code != 99 || d.Totals.EventsLeaked <= 0 || len(d.Isolation.Leaks) == 0 {
+			t.Fatalf("exit %d, events_leaked %d: want 99 and leaks", code, d.Totals.EventsLeaked)
+		}
+		for _, l := range d.Isolation.Leaks {
+			if l.OwnerSession == "" || l.OwnerSession == l.ProbeSession {
+				t.Errorf("leak %+v: want the owner's session, not the probe's", l)
+			}
+		}
+	})
+	t.Run("per-session", func(t *testing.T) {
+		t.Parallel()
+		code, d := run(t, "node ../node/server.mjs --addr 127.0.0.1:{port}")
+		if code != 0 || d.Totals.EventsLeaked != 0 || d.IsUnknown("events_leaked") || d.Isolation.Presented < probeCount*3 {
+			t.Fatalf("exit %d, events_leaked %d, presented %d: want 0, 0 leaked, other sessions' ids presented", code, d.Totals.EventsLeaked, d.Isolation.Presented)
+		}
+	})
+}

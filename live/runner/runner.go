@@ -56,6 +56,10 @@ type Options struct {
 	// Progress, if set, is called with increments of wall time done, summed
 	// over designs; the total is the horizon times the number of designs.
 	Progress func(delta time.Duration)
+	// Judging, if set, is told when a design's run is over and its history
+	// of receipts events is being judged: the part of a large run after
+	// its clock, which a signal also stops.
+	Judging func(design string, receipts int)
 	// Results, if set, receives every HTTP exchange as a vegeta Result, in
 	// vegeta's binary format (results.bin), Attack set to the design.
 	Results io.Writer
@@ -239,6 +243,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
+		if derr := errors.Join(errs...); errors.Is(derr, err) {
+			return nil, derr // it says where the run stopped: judging, say
+		}
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -72,6 +72,13 @@ type tsProc struct {
 	closed  map[int32]chan struct{}
 }
 
+// tsHeapMiB is the ts-sdk clients' Node heap limit (--max-old-space-size):
+// what the server sends reaches Node only through the proxy, within the
+// scenario's limits, and the heap is bounded besides. A server past it
+// makes Node fail with a heap error, which ends the run's ts-sdk clients,
+// not the machine.
+const tsHeapMiB = 512
+
 // startTSProc starts node/clients.mjs and the proxy.
 func startTSProc(d *designRun) (*tsProc, error) {
 	node, script, err := tsdk.Program("clients.mjs")
@@ -85,7 +92,7 @@ func startTSProc(d *designRun) (*tsProc, error) {
 	}
 	p.hs = &http.Server{Handler: http.HandlerFunc(p.proxy), ReadHeaderTimeout: 10 * time.Second}
 	go p.hs.Serve(p.ln) //nolint:errcheck // ends with close
-	p.cmd = exec.Command(node, script)
+	p.cmd = exec.Command(node, "--max-old-space-size="+strconv.Itoa(tsHeapMiB), script)
 	p.cmd.Stderr = os.Stderr
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
 		p.hs.Close()
@@ -223,24 +230,8 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	fl, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
+	if rerr, werr := p.d.guard.copyClampingRetry(w, resp.Body); rerr != nil && werr == nil {
+		panic(http.ErrAbortHandler)
 	}
 }
 

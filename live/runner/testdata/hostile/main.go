@@ -27,9 +27,14 @@
 //	endless         progress notifications without end (up to 10,000,000)
 //	index-2e9       progress 1, then 2,000,000,000, then the result (for
 //	                server.tool.progress = "index")
+//	gzip-bomb       the result as one JSON body sent with Content-Encoding
+//	                gzip, whatever the request accepted: about 320 KiB
+//	                that decompress to 256 MiB
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -51,6 +56,9 @@ func main() {
 		log.Fatal(err)
 	}
 	s := &server{mode: *mode, other: *other}
+	if s.mode == "gzip-bomb" {
+		s.bomb = gz(strings.Repeat("x", 256<<20))
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", s.handle)
 	mux.HandleFunc("/mcp2", s.handle)
@@ -61,6 +69,17 @@ func main() {
 type server struct {
 	mode, other string
 	sessions    atomic.Int64
+	bomb        []byte // gzip-bomb: the gzip member of the result's text
+}
+
+// gz is s as one gzip member: members written one after the other
+// decompress to the concatenation of their texts.
+func gz(s string) []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	zw.Write([]byte(s)) //nolint:errcheck // a bytes.Buffer
+	zw.Close()
+	return b.Bytes()
 }
 
 type request struct {
@@ -124,6 +143,13 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	case s.mode == "retry-overflow":
 		s.overflow(w)
+		return
+	case s.mode == "gzip-bomb":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"`)) //nolint:errcheck // the client may be gone
+		w.Write(s.bomb)                                                                                          //nolint:errcheck
+		w.Write(gz(`"}]}}`))                                                                                     //nolint:errcheck
 		return
 	case s.mode == "huge-body":
 		w.Header().Set("Content-Type", "application/json")
