@@ -84,6 +84,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				return
 			}
 			defer func() { <-sem }()
+			if sc.Requests() {
+				done[i] = designDone{row: runRequests(ctx, sc, d, steps, r.Faults)}
+				if opts.Progress != nil {
+					opts.Progress(scenario.Horizon(sc))
+				}
+				return
+			}
 			e, err := newEngine(ctx, sc, d, arrivals, steps, opts.Progress)
 			if err != nil {
 				mu.Lock()
