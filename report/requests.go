@@ -42,11 +42,16 @@ type GoodputRecovery struct {
 	PrePerS        float64  `json:"pre_per_s"`
 	AfterPeakRatio float64  `json:"after_peak_ratio"`
 	RecoveredS     *float64 `json:"recovered_s"`
+	// AttemptsAfterPerS is the mean rate of attempts sent (first attempts
+	// and retries) from the end of the trigger until arrivals stop: the
+	// load the retries hold the server at.
+	AttemptsAfterPerS float64 `json:"attempts_after_per_s"`
 }
 
 // RecoveredLevel and RecoveredHoldS define "recovered": goodput, averaged
-// over SmoothS, at RecoveredLevel of its pre-trigger level or above from
-// every step of a RecoveredHoldS window on.
+// over SmoothS, at RecoveredLevel of its pre-trigger level or above (less
+// three standard deviations of Poisson noise on that mean) from every step
+// of a RecoveredHoldS window on.
 const (
 	RecoveredLevel = 0.9
 	RecoveredHoldS = 10
@@ -84,13 +89,24 @@ func goodputRecovery(s *Series, f Fault) *GoodputRecovery {
 	hold := max(int(RecoveredHoldS/step), 1)
 	var peak float64
 	ok := make([]bool, 0, max(judge-sw+1-until, 0))
+	// As in the reconnect rule, the level allows three standard deviations
+	// of Poisson noise on a SmoothS mean, so that noise does not read as
+	// a relapse.
+	level := RecoveredLevel*out.PrePerS - 3*math.Sqrt(out.PrePerS/(float64(sw)*step))
 	for j := until; j+sw <= judge; j++ {
 		r := rate(j, j+sw)
 		peak = max(peak, r)
-		ok = append(ok, r >= RecoveredLevel*out.PrePerS)
+		ok = append(ok, r >= level)
 	}
 	if out.PrePerS > 0 {
 		out.AfterPeakRatio = round3(peak / out.PrePerS)
+	}
+	if judge > until && len(s.Attempts) >= judge {
+		var sum int64
+		for _, x := range s.Attempts[until:judge] {
+			sum += x
+		}
+		out.AttemptsAfterPerS = round3(float64(sum) / (float64(judge-until) * step))
 	}
 	run := 0
 	for k, good := range ok {
@@ -108,7 +124,7 @@ func goodputRecovery(s *Series, f Fault) *GoodputRecovery {
 }
 
 // requestMetrics are the request workload's metric names.
-var requestMetrics = []string{"wasted_work_fraction", "goodput_recovered_s", "goodput_after_peak_ratio", "requests_completed_fraction"}
+var requestMetrics = []string{"wasted_work_fraction", "goodput_recovered_s", "goodput_after_peak_ratio", "requests_completed_fraction", "attempts_after_per_s"}
 
 // requestMetric is Metric for the request workload's names: nil (n/a)
 // for a run without them.
@@ -127,7 +143,7 @@ func (d *Design) requestMetric(name string) (*float64, bool) {
 			return f(0), true
 		}
 		return f(round3(float64(t.Completed) / float64(t.Requests))), true
-	case "goodput_recovered_s", "goodput_after_peak_ratio":
+	case "goodput_recovered_s", "goodput_after_peak_ratio", "attempts_after_per_s":
 		var v *float64
 		for _, r := range d.RecoveryAfterFaultS {
 			g := r.Goodput
@@ -135,6 +151,9 @@ func (d *Design) requestMetric(name string) (*float64, bool) {
 				continue
 			}
 			x := g.AfterPeakRatio
+			if name == "attempts_after_per_s" {
+				x = g.AttemptsAfterPerS
+			}
 			if name == "goodput_recovered_s" {
 				if x = math.Inf(1); g.RecoveredS != nil {
 					x = *g.RecoveredS
