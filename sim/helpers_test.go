@@ -43,22 +43,6 @@ func shippedNames(t testing.TB) []string {
 	return names
 }
 
-// requestNames are the shipped scenarios of the request workload.
-func requestNames(t testing.TB) []string {
-	t.Helper()
-	f, err := scenario.Load(shippedFile, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, n := range f.Names() {
-		if sc, err := f.Scenario(n); err == nil && sc.Requests() {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 func run(t testing.TB, sc *scenario.Scenario, designs ...string) *Output {
 	t.Helper()
 	opts := &Options{}

@@ -135,10 +135,12 @@ func checkConservation(t *testing.T, where string, d *report.Design) {
 }
 
 // The request scenarios give the same bytes for the same seed, other
-// numbers for another seed, and the same row for a design run alone.
+// numbers for another seed, and the same row for a design run alone: the
+// two that run in well under a second (the huang-osdi22 ones take
+// seconds, on the same engine).
 func TestRequestsDeterminism(t *testing.T) {
 	t.Parallel()
-	for _, name := range requestNames(t) {
+	for _, name := range []string{"metastable", "bronson-hotos21"} {
 		a, _ := run(t, load(t, name)).Report.JSON()
 		b, _ := run(t, load(t, name)).Report.JSON()
 		if !bytes.Equal(a, b) {
