@@ -17,7 +17,7 @@ import (
 func reqScenario(rate float64, dur time.Duration, workers int, svc, timeout time.Duration, retries int) *scenario.Scenario {
 	sc := &scenario.Scenario{
 		Name: "requests", Seed: 1, Duration: dur, Step: time.Second, Replicas: 1,
-		Workload: scenario.Workload{Kind: scenario.KindRequests, ArrivalRate: rate, Clients: 1 << 30},
+		Workload: scenario.Workload{Kind: scenario.KindRequests, ArrivalRate: rate, Clients: int(rate*dur.Seconds()) + 1},
 	}
 	d := scenario.Design{Name: "plain"}
 	d.Replica = topology.DefaultReplica
