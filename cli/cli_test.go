@@ -126,7 +126,7 @@ func TestBadArguments(t *testing.T) {
 func TestValidateAndList(t *testing.T) {
 	t.Parallel()
 	code, out, errs := runArgs(t, context.Background(), "validate", shipped)
-	if code != ExitOK || !strings.Contains(out, "ok (13 scenarios") {
+	if code != ExitOK || !strings.Contains(out, "ok (21 scenarios") {
 		t.Errorf("validate: %d %q %q", code, out, errs)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.toml")

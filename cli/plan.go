@@ -41,7 +41,9 @@ const planAbout = `Run SCENARIO in the simulator over a grid of scenario keys an
 largest load that still meets the service goals and the store to provision for it.
 
 The goals, for every design: lost_fraction_max=0.001 (at most 0.1% of events lost), rate_404_max=0.01,
-calls_failed_max=0 and recovery_latency_ms_p99_max=10000 (met by a design with nothing to recover).
+calls_failed_max=0, recovery_latency_ms_p99_max=10000 (met by a design with nothing to recover) and
+goodput_recovered_s_max=60 (the request workload: goodput back within 60 s of each trigger's end; met by
+the session workload, which has no goodput).
 A [scenario.NAME.goals] table, then --goal, replaces the default of the same metric and direction or
 adds a goal on any metric. The scenario's expect table (facts about the shipped simulation) is not used.
 

@@ -318,7 +318,7 @@ func TestPlanGoals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Goals) != 5 || doc.Goals[4].Metric != "calls" || doc.Recommendation.Cheapest != nil {
+	if len(doc.Goals) != 6 || doc.Goals[5].Metric != "calls" || doc.Recommendation.Cheapest != nil {
 		t.Errorf("plan.json: goals %+v, cheapest %+v", doc.Goals, doc.Recommendation.Cheapest)
 	}
 	for _, c := range doc.Recommendation.Candidates {

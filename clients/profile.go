@@ -112,6 +112,12 @@ type Config struct {
 	// ImplShare is the fraction of the live clients that use Impl; 0 means
 	// all of them.
 	ImplShare float64 `toml:"impl_share" json:"impl_share,omitempty"`
+	// RequestTimeout, RequestRetries and RequestBackoff are the per-attempt
+	// request timeout of the open-loop request workload (request.go); the
+	// zero values leave a request waiting as long as it takes.
+	RequestTimeout time.Duration `toml:"request_timeout" json:"request_timeout,omitempty"`
+	RequestRetries int           `toml:"request_retries" json:"request_retries,omitempty"`
+	RequestBackoff string        `toml:"request_backoff" json:"request_backoff,omitempty"`
 }
 
 // Client implementations of the live engine.
@@ -211,6 +217,7 @@ func (c *Config) Validate() []error {
 	if c.CallTimeout <= 0 {
 		bad("call_timeout", "%v must be positive", c.CallTimeout)
 	}
+	errs = append(errs, c.validateRequest()...)
 	return errs
 }
 

@@ -132,7 +132,7 @@ func ReadRun(path string) (*Baseline, error) {
 // drops, which move with the storm either way).
 func Direction(metric string) int {
 	switch metric {
-	case "calls_completed", "events_delivered":
+	case "calls_completed", "events_delivered", "requests_completed_fraction", "goodput_after_peak_ratio":
 		return -1
 	case "calls", "events_expected", "requests", "session_requests", "resumes", "events_replayed", "drops":
 		return 0

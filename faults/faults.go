@@ -159,6 +159,9 @@ func (c *checks) nonNeg(key string, d time.Duration) {
 
 // Describe says what the live engine does for the step, for logs.
 func (s Step) Describe() string {
+	if d, ok := describeTrigger(s); ok {
+		return d
+	}
 	switch s.Kind {
 	case StepStop:
 		if s.Graceful {

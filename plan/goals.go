@@ -15,8 +15,11 @@ import (
 // DefaultGoals are the service goals a plan judges every design by, unless
 // the scenario's [scenario.NAME.goals] table or --goal sets the same metric
 // and direction: at most 0.1% of events lost, at most 1% of session requests
-// answered 404, no call failed, and a recovery latency at p99 of at most
-// 10 s. A design with nothing to recover meets the latency goal.
+// answered 404, no call failed, a recovery latency at p99 of at most
+// 10 s, and, for the request workload, goodput recovered within 60 s of
+// the end of each trigger (goodput_recovered_s: +Inf when it stays stuck).
+// A design with nothing to recover meets the latency goal, and a run of
+// the session workload, which has no goodput, the recovery goal.
 //
 // A goal is any metric the report holds, bounded as in an expect table, so
 // a new one (such as recovery after a trigger) joins with one line here.
@@ -25,6 +28,7 @@ var DefaultGoals = []scenario.Check{
 	{Metric: "rate_404", Op: "max", Bound: 0.01},
 	{Metric: "calls_failed", Op: "max", Bound: 0},
 	{Metric: "recovery_latency_ms_p99", Op: "max", Bound: 10_000, AllowEmpty: true},
+	{Metric: "goodput_recovered_s", Op: "max", Bound: 60, AllowEmpty: true},
 }
 
 // Goals resolves the goals a plan judges by: DefaultGoals, then each layer
@@ -58,6 +62,9 @@ type Miss struct {
 	// for a _max goal, bound / got for a _min goal); +Inf (null in JSON)
 	// when the bound is 0 or there is no value.
 	Factor *float64 `json:"factor"`
+	// Infinite says the value is +Inf, which JSON cannot hold (Got is
+	// then null): a trigger the design never recovered from.
+	Infinite bool `json:"infinite,omitempty"`
 }
 
 // misses turns failed results into misses in binding order: those with a
@@ -70,10 +77,15 @@ func misses(failed []expect.Result) []Miss {
 		if f := factor(r); !math.IsInf(f, 0) {
 			m.Factor = &f
 		}
+		if r.Got != nil && math.IsInf(*r.Got, 0) {
+			m.Got, m.Infinite = nil, true
+		}
 		out = append(out, m)
 	}
 	rank := func(m Miss) (int, float64) {
 		switch {
+		case m.Infinite:
+			return 0, math.Inf(-1)
 		case m.Factor != nil:
 			return 0, -*m.Factor
 		case m.Got != nil:
@@ -109,7 +121,10 @@ func factor(r expect.Result) float64 {
 // String is "rate_404: got 0.146, goal ≤ 0.01 (14.6×)".
 func (m Miss) String() string {
 	got := "n/a"
-	if m.Got != nil {
+	switch {
+	case m.Infinite:
+		got = "∞"
+	case m.Got != nil:
 		got = Figure(m.Metric, *m.Got)
 	}
 	s := fmt.Sprintf("%s: got %s, goal %s %s", m.Metric, got, relation(m.Op), Figure(m.Metric, m.Bound))

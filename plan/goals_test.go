@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +22,7 @@ func TestGoalsLayers(t *testing.T) {
 		{Metric: "rate_404", Op: "max", Bound: 0.02},                                  // the table's, then --goal's, with no design
 		{Metric: "calls_failed", Op: "max", Bound: 0},                                 // the default
 		{Metric: "recovery_latency_ms_p99", Op: "max", Bound: 3000, AllowEmpty: true}, // --goal's, empty still allowed
+		{Metric: "goodput_recovered_s", Op: "max", Bound: 60, AllowEmpty: true},       // the default
 		{Metric: "storm_height", Op: "max", Bound: 40},                                // the table's own
 	}
 	if diff := cmp.Diff(want, Goals(table, flags)); diff != "" {
@@ -104,5 +106,29 @@ func TestCheapestTieByRecovery(t *testing.T) {
 	rec := Recommend(res, Goals(), 10)
 	if b := rec.Best(); b == nil || b.Design != "b" {
 		t.Errorf("cheapest %+v, want b (recovery p99 2000 ms against 9000)", b)
+	}
+}
+
+// The recovery goal: a request-workload design stuck after its trigger
+// (goodput_recovered_s +Inf) misses it and binds there, with an infinite
+// value that JSON can hold; a session-workload design, without goodput,
+// meets it.
+func TestRecoveredGoal(t *testing.T) {
+	t.Parallel()
+	never := report.Design{Name: "stuck", Requests: &report.RequestTotals{},
+		RecoveryAfterFaultS: []report.FaultRecovery{{Goodput: &report.GoodputRecovery{PrePerS: 100}}}}
+	m := misses(Judge(&Row{Design: "stuck", Report: never}, "s", Goals()).Failed)
+	if len(m) != 1 || m[0].Metric != "goodput_recovered_s" || !m[0].Infinite || m[0].Got != nil {
+		t.Fatalf("stuck design: missed %+v, want goodput_recovered_s only, infinite", m)
+	}
+	if got := m[0].String(); got != "goodput_recovered_s: got ∞, goal ≤ 60" {
+		t.Errorf("String() = %q", got)
+	}
+	if _, err := json.Marshal(m); err != nil {
+		t.Errorf("the misses do not marshal: %v", err)
+	}
+	sessions := report.Design{Name: "sessions"}
+	if v := Judge(&Row{Design: "sessions", Report: sessions}, "s", Goals()); len(v.Failed) != 0 {
+		t.Errorf("session design: failed %+v, want none", v.Failed)
 	}
 }

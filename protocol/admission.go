@@ -50,6 +50,7 @@ type Admission struct {
 	promisedWin int64 // the next window rejected clients were sent to
 	promised    int
 	freeAt      int64 // when the accept queue drains
+	budget      retryBudget
 }
 
 // Admit applies the connection-rate limit and the admission bucket of rc

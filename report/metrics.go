@@ -28,6 +28,7 @@ func MetricNames() []string {
 		}
 	}
 	names = append(names, extraMetrics...)
+	names = append(names, requestMetrics...)
 	slices.Sort(names)
 	return names
 }
@@ -43,6 +44,9 @@ func (d *Design) Metric(name string) (v *float64, ok bool) {
 	t := d.Totals
 	if d.IsUnknown(name) && IsMetric(name) {
 		return nil, true // the run could not know it: n/a, never a pass
+	}
+	if v, ok := d.requestMetric(name); ok {
+		return v, true
 	}
 	switch name {
 	case "lost_purged":

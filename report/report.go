@@ -151,7 +151,10 @@ type Design struct {
 	Judged  string   `json:"judged,omitempty"`
 	Unknown []string `json:"unknown,omitempty"`
 
-	Totals              Totals          `json:"totals"`
+	Totals Totals `json:"totals"`
+	// Requests is the request workload's totals: runs of workload.kind =
+	// "requests" only.
+	Requests            *RequestTotals  `json:"requests,omitempty"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
 	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
 	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
@@ -372,6 +375,9 @@ type Histogram struct {
 type FaultRecovery struct {
 	Fault   int      `json:"fault"`
 	Seconds *float64 `json:"seconds"`
+	// Goodput is the goodput side of the recovery, for a series that has
+	// goodput (the request workload): see GoodputRecovery.
+	Goodput *GoodputRecovery `json:"goodput,omitempty"`
 }
 
 // Series holds per-step values; every slice has the same length.
@@ -388,6 +394,14 @@ type Series struct {
 	// ready again, counts the slots down for good at each step: from
 	// their fault to the end of the run. Absent when none was.
 	ReplicasDown []int64 `json:"replicas_down,omitempty"`
+	// Goodput and Attempts, in a run of the request workload: useful
+	// completions (an answer its client was still waiting for) and
+	// attempts sent (first attempts and retries) at each step. JudgeUntilS
+	// is when arrivals stop (duration): goodput is judged before it, so
+	// that the drain does not read as stuck.
+	Goodput     []int64 `json:"goodput,omitempty"`
+	Attempts    []int64 `json:"attempts,omitempty"`
+	JudgeUntilS float64 `json:"judge_until_s,omitempty"`
 }
 
 // Columns returns the series in a fixed order with their names, for CSV
@@ -397,6 +411,9 @@ func (s *Series) Columns() ([]string, [][]int64) {
 	cols := [][]int64{s.ActiveStreams, s.Reconnects, s.SessionRequests, s.HTTP404, s.EventsLost, s.StoreOps, s.StoreBytes}
 	if s.ReplicasDown != nil {
 		names, cols = append(names, "replicas_down"), append(cols, s.ReplicasDown)
+	}
+	if s.Goodput != nil {
+		names, cols = append(names, "goodput", "attempts"), append(cols, s.Goodput, s.Attempts)
 	}
 	return names, cols
 }

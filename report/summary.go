@@ -144,6 +144,9 @@ func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
 			out[i].Seconds = &sec
 		}
 	}
+	for i, f := range faults {
+		out[i].Goodput = goodputRecovery(s, f)
+	}
 	return out
 }
 

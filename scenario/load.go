@@ -490,6 +490,7 @@ func (ld *loader) resolve(name string, layers []*layer) *Scenario {
 			}
 		}
 	}
+	ld.requestWorkload(s, layers, scLayer)
 	ld.judging(scLayer, &only, s)
 	if len(ld.errs) > nerr {
 		return nil

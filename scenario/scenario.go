@@ -233,6 +233,12 @@ type Workload struct {
 	EventBytes           int           `toml:"event_bytes" json:"event_bytes"`
 	DropEvery            time.Duration `toml:"drop_every" json:"drop_every"`
 	ContinueAfterFailure bool          `toml:"continue_after_failure" json:"continue_after_failure"`
+	// Kind is "sessions" (the default: clients with sessions and calls) or
+	// "requests": the open-loop request workload (requests.go).
+	Kind string `toml:"kind" json:"kind,omitempty"`
+	// Arrivals spaces the request workload's arrivals: "even" (the
+	// default) or "poisson".
+	Arrivals string `toml:"arrivals" json:"arrivals,omitempty"`
 }
 
 // Distributions of think time and call length.

@@ -129,7 +129,8 @@ func TestOracle(t *testing.T) {
 		}
 	}
 	for _, k := range faults.Kinds() {
-		if !kinds[k] {
+		f, _ := faults.New(k)
+		if _, trigger := f.(faults.Trigger); !kinds[k] && !trigger { // the request workload's triggers have no oracle: requests_test.go
 			t.Errorf("no scenario of %s has a %s fault", oracleFile, k)
 		}
 	}

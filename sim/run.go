@@ -58,7 +58,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if len(designs) == 0 {
 		return nil, scenario.ErrNoDesigns
 	}
-	arrivals := workload.Arrivals(sc)
+	var arrivals []int64
+	if !sc.Requests() { // the request workload draws its own arrivals (requests.go)
+		arrivals = workload.Arrivals(sc)
+	}
 	steps := faults.Timeline(sc.Faults, sc.FaultContext())
 
 	// Each design's row is made as soon as it finishes, and its engine (the
@@ -84,6 +87,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				return
 			}
 			defer func() { <-sem }()
+			if sc.Requests() {
+				done[i] = designDone{row: runRequests(ctx, sc, d, steps, r.Faults)}
+				if opts.Progress != nil {
+					opts.Progress(scenario.Horizon(sc))
+				}
+				return
+			}
 			e, err := newEngine(ctx, sc, d, arrivals, steps, opts.Progress)
 			if err != nil {
 				mu.Lock()

@@ -335,7 +335,32 @@ type ReplicaConfig struct {
 	// MaxConnRate caps new connections per second (a token bucket with one
 	// second of burst); the excess gets 503. 0 = off.
 	MaxConnRate float64 `toml:"max_conn_rate" json:"max_conn_rate"`
+
+	// The open-loop request workload's server (protocol/requests.go):
+	// Workers serve one request each for ServiceTime (fixed, or exponential
+	// with that mean under ServiceDist "exp"); RequestQueue bounds the
+	// requests waiting for a worker (0 = unbounded). ShedAfter drops a
+	// request that waited longer when a worker reaches it (0 = never);
+	// RetryBudget and RetryBudgetMin are a retry budget as Finagle's: over
+	// the last 10 s at most RetryBudget × first attempts + 10 s ×
+	// RetryBudgetMin retries get in (RetryBudget 0 = no budget).
+	Workers        int           `toml:"workers" json:"workers,omitempty"`
+	ServiceTime    time.Duration `toml:"service_time" json:"service_time,omitempty"`
+	ServiceDist    string        `toml:"service_dist" json:"service_dist,omitempty"`
+	RequestQueue   int           `toml:"request_queue" json:"request_queue,omitempty"`
+	ShedAfter      time.Duration `toml:"shed_after" json:"shed_after,omitempty"`
+	RetryBudget    float64       `toml:"retry_budget" json:"retry_budget,omitempty"`
+	RetryBudgetMin float64       `toml:"retry_budget_min" json:"retry_budget_min,omitempty"`
 }
+
+// Service-time distributions of the request workload's workers.
+const (
+	ServiceFixed = "fixed"
+	ServiceExp   = "exp"
+)
+
+// ServiceDists lists the valid service_dist values.
+var ServiceDists = []string{ServiceFixed, ServiceExp}
 
 // DefaultReplica are the replica defaults.
 var DefaultReplica = ReplicaConfig{
@@ -382,6 +407,36 @@ func (c *ReplicaConfig) Validate() []error {
 	}
 	if c.MaxConnRate < 0 {
 		errs = append(errs, fmt.Errorf("max_conn_rate: %v is negative", c.MaxConnRate))
+	}
+	return append(errs, c.validateRequests()...)
+}
+
+// validateRequests checks the keys of the request workload's server.
+func (c *ReplicaConfig) validateRequests() []error {
+	var errs []error
+	if c.Workers < 0 || c.Workers > 1_000_000 {
+		errs = append(errs, fmt.Errorf("workers: %d is not in 0..1000000", c.Workers))
+	}
+	if c.ServiceTime < 0 {
+		errs = append(errs, fmt.Errorf("service_time: %v is negative", c.ServiceTime))
+	}
+	if c.ServiceDist != "" && !slices.Contains(ServiceDists, c.ServiceDist) {
+		errs = append(errs, fmt.Errorf("service_dist: %q is not one of %v", c.ServiceDist, ServiceDists))
+	}
+	if c.RequestQueue < 0 {
+		errs = append(errs, fmt.Errorf("request_queue: %d is negative (0: unbounded)", c.RequestQueue))
+	}
+	if c.ShedAfter < 0 {
+		errs = append(errs, fmt.Errorf("shed_after: %v is negative (0: never shed)", c.ShedAfter))
+	}
+	if c.RetryBudget < 0 || c.RetryBudget > 100 {
+		errs = append(errs, fmt.Errorf("retry_budget: %v is not in 0..100 (retries per first attempt)", c.RetryBudget))
+	}
+	if c.RetryBudgetMin < 0 {
+		errs = append(errs, fmt.Errorf("retry_budget_min: %v is negative", c.RetryBudgetMin))
+	}
+	if c.RetryBudgetMin > 0 && c.RetryBudget == 0 {
+		errs = append(errs, fmt.Errorf("retry_budget_min: %v is set but retry_budget is 0 (no budget)", c.RetryBudgetMin))
 	}
 	return errs
 }

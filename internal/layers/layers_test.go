@@ -24,7 +24,7 @@ func engine(pkg string) string {
 }
 
 // shared are the packages both engines stand on; they import no engine.
-var shared = []string{"history", "scenario", "faults", "topology", "clients", "workload", "report"}
+var shared = []string{"history", "scenario", "faults", "topology", "clients", "workload", "report", "fluid"}
 
 // crossings lists what pkg must not import among deps, one line each: an
 // engine's package importing the other engine, or a shared package

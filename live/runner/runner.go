@@ -197,6 +197,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if opts == nil {
 		opts = &Options{}
 	}
+	if sc.Requests() {
+		return nil, fmt.Errorf("live: scenario %s: workload.kind = %q runs in the simulator only (--engine sim)", sc.Name, scenario.KindRequests)
+	}
 	designs, err := sc.Select(opts.Designs)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)

@@ -1,0 +1,74 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/stormsim/stormsim/faults"
+)
+
+// Workload kinds.
+const (
+	// KindSessions is the default workload: clients that open sessions and
+	// make calls whose answers stream events.
+	KindSessions = "sessions"
+	// KindRequests is the open-loop request workload: arrival_rate single
+	// requests a second (at most clients of them), no session set-up,
+	// served by the design's replica.workers for replica.service_time, the
+	// client's per-attempt request_timeout and request_retries, and the
+	// triggers of faults/trigger.go. The simulator runs it; the live engine
+	// refuses it.
+	KindRequests = "requests"
+)
+
+// WorkloadKinds and ArrivalKinds list the valid names.
+var (
+	WorkloadKinds = []string{KindSessions, KindRequests}
+	ArrivalKinds  = []string{"even", "poisson"}
+)
+
+// Requests reports whether s runs the open-loop request workload.
+func (s *Scenario) Requests() bool { return s.Workload.Kind == KindRequests }
+
+// requestWorkload checks what the request workload needs and what it
+// cannot carry: one replica, workers and a service time for every design,
+// and faults that are triggers; and that the session workload gets no
+// trigger.
+func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) {
+	w := &s.Workload
+	if w.Kind != "" && !slices.Contains(WorkloadKinds, w.Kind) {
+		ld.errorf(origin(layers, "workload", "kind"), "%q is not one of %v", w.Kind, WorkloadKinds)
+		return
+	}
+	if w.Arrivals != "" && !slices.Contains(ArrivalKinds, w.Arrivals) {
+		ld.errorf(origin(layers, "workload", "arrivals"), "%q is not one of %v", w.Arrivals, ArrivalKinds)
+	}
+	for i, f := range s.Faults {
+		_, trig := f.(faults.Trigger)
+		where := fmt.Sprintf("%s.faults[%d]", scLayer.where, i)
+		switch {
+		case trig && !s.Requests():
+			ld.errorf(where, "kind: %q acts on the request workload only (workload.kind = %q)", f.Kind(), KindRequests)
+		case !trig && s.Requests():
+			ld.errorf(where, "kind: %q does not apply to workload.kind = %q (valid there: load-spike, slowdown, capacity-cut, outage)", f.Kind(), KindRequests)
+		}
+	}
+	if !s.Requests() {
+		return
+	}
+	if s.Replicas != 1 {
+		ld.errorf(origin(layers, "replicas"), "%d: workload.kind = %q models one server (replicas = 1)", s.Replicas, KindRequests)
+	}
+	for _, d := range s.Designs {
+		all := append(slices.Clone(layers), ld.designLayer(d.Name)...)
+		if d.Replica.Workers < 1 {
+			ld.errorf(origin(all, "replica", "workers"), "design %s: %d: workload.kind = %q needs at least one worker", d.Name, d.Replica.Workers, KindRequests)
+		}
+		if d.Replica.ServiceTime <= 0 {
+			ld.errorf(origin(all, "replica", "service_time"), "design %s: %v: workload.kind = %q needs a positive service time", d.Name, d.Replica.ServiceTime, KindRequests)
+		}
+		if d.Own != nil {
+			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs in the simulator only, not against a server", d.Name, KindRequests)
+		}
+	}
+}

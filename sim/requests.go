@@ -1,0 +1,327 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/protocol"
+	"github.com/stormsim/stormsim/report"
+	"github.com/stormsim/stormsim/scenario"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// The open-loop request workload (workload.kind = "requests"): single
+// requests arrive at arrival_rate, evenly spaced or Poisson, with no
+// session set-up; one server of replica.workers serves them in arrival
+// order from its request queue; a client abandons an attempt at its
+// request timeout and retries it, up to request_retries times, while the
+// abandoned copy stays queued and still costs its service when a worker
+// reaches it (wasted work), unless the design sheds it. Every server
+// decision is protocol's (AdmitRequest, Shed); every client decision is
+// clients' (Abandon, Retry). docs/model.md, "Requests and metastability".
+
+// Streams of the request workload: arrivals are drawn from the run's
+// seed alone, so every design sees the same arrivals; service times and
+// backoff jitter from the design's own stream.
+const (
+	reqArrivalStream = 0x6a09e667f3bcc909
+	reqDesignStream  = 0xbb67ae8584caa73b
+)
+
+type reqEvKind uint8
+
+const (
+	rqArrive  reqEvKind = iota // the next logical request arrives
+	rqSend                     // attempt n of request req is sent
+	rqTimeout                  // attempt a's client gives up on it
+	rqDone                     // a worker finishes attempt a
+	rqStep                     // faults step i
+)
+
+type reqEv struct {
+	at   int64
+	seq  int64
+	kind reqEvKind
+	req  int32 // rqSend
+	n    int16 // rqSend: the attempt's number, 0 for the first
+	a    int32 // rqTimeout, rqDone: the attempt; rqStep: the step
+	svc  int64 // rqDone: the service it took
+}
+
+type reqHeap []reqEv
+
+func (h reqHeap) Len() int { return len(h) }
+func (h reqHeap) Less(i, j int) bool {
+	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].seq < h[j].seq
+}
+func (h reqHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *reqHeap) Push(x any)   { *h = append(*h, x.(reqEv)) }
+func (h *reqHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// reqAttempt is one attempt of a request.
+type reqAttempt struct {
+	queued int64 // when it entered the queue
+	req    int32
+	n      int16
+	gone   bool // its client gave up on it
+	done   bool // answered: served, shed or refused
+}
+
+// Outcomes of a logical request.
+const (
+	reqWaiting uint8 = iota
+	reqCompleted
+	reqFailed
+)
+
+type reqEngine struct {
+	ctx   context.Context
+	sc    *scenario.Scenario
+	rc    *topology.ReplicaConfig
+	cc    *clients.Config
+	arr   *rand.Rand // arrivals
+	rng   *rand.Rand // service times, backoff, hint spread
+	adm   protocol.Admission
+	steps []faults.Step
+
+	h        reqHeap
+	seq      int64
+	now      int64
+	step     int64
+	arrived  int
+	outcome  []uint8
+	prevWait []time.Duration
+	att      []reqAttempt
+	queue    []int32
+	busy     int
+	workers  int
+	loadF    float64
+	svcF     float64
+
+	t      report.RequestTotals
+	series report.Series
+}
+
+// runRequests simulates design d of a request-workload scenario and
+// returns its report row.
+func runRequests(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, steps []faults.Step, fs []report.Fault) report.Design {
+	s1, s2 := scenario.DesignSeed(sc.Seed, d.Name)
+	e := &reqEngine{
+		ctx: ctx, sc: sc, rc: &d.Replica, cc: &d.Client, steps: steps,
+		arr:     rand.New(rand.NewPCG(sc.Seed^reqArrivalStream, reqArrivalStream)),
+		rng:     rand.New(rand.NewPCG(s1^reqDesignStream, s2)),
+		step:    int64(sc.Step),
+		workers: d.Replica.Workers, loadF: 1, svcF: 1,
+	}
+	e.run()
+	rd := report.Design{
+		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
+		Profile: d.Client.Profile, Era: d.Era, Series: e.series, Requests: &e.t,
+		ReplayLatencyMS: report.Summarise(nil), RecoveryLatencyMS: report.Summarise(nil),
+	}
+	rd.Notes = append(rd.Notes, "workload.kind = \"requests\": single requests with no session; the session totals and latencies do not apply (0), the requests block and the goodput series hold the run")
+	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
+	return rd
+}
+
+func (e *reqEngine) push(ev reqEv) {
+	e.seq++
+	ev.seq = e.seq
+	heap.Push(&e.h, ev)
+}
+
+// run plays the events until the horizon.
+func (e *reqEngine) run() {
+	sc := e.sc
+	horizon := int64(scenario.Horizon(sc))
+	n := int((horizon + e.step - 1) / e.step)
+	e.series = report.Series{
+		StepS:         sc.Step.Seconds(),
+		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
+		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
+		Goodput: make([]int64, n), Attempts: make([]int64, n), JudgeUntilS: sc.Duration.Seconds(),
+	}
+	for i, st := range e.steps {
+		e.push(reqEv{at: int64(st.At), kind: rqStep, a: int32(i)})
+	}
+	e.push(reqEv{at: 0, kind: rqArrive})
+	for k := 0; e.h.Len() > 0; k++ {
+		if k&0xffff == 0 && e.ctx.Err() != nil {
+			return
+		}
+		ev := heap.Pop(&e.h).(reqEv)
+		if ev.at >= horizon {
+			break
+		}
+		e.now = ev.at
+		switch ev.kind {
+		case rqArrive:
+			e.arrive()
+		case rqSend:
+			e.send(ev.req, ev.n)
+		case rqTimeout:
+			e.timeout(ev.a)
+		case rqDone:
+			e.done(ev.a, ev.svc)
+		case rqStep:
+			e.fault(e.steps[ev.a])
+		}
+	}
+	for _, o := range e.outcome {
+		if o == reqWaiting {
+			e.t.Pending++
+		}
+	}
+	e.t.ServiceS, e.t.WastedS = round6(e.t.ServiceS), round6(e.t.WastedS)
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// at is the series index of the current time.
+func (e *reqEngine) at() int { return min(int(e.now/e.step), len(e.series.Goodput)-1) }
+
+// arrive starts a logical request and schedules the next arrival.
+func (e *reqEngine) arrive() {
+	id := int32(len(e.outcome))
+	e.outcome = append(e.outcome, reqWaiting)
+	e.prevWait = append(e.prevWait, 0)
+	e.t.Requests++
+	e.arrived++
+	e.send(id, 0)
+	w := e.sc.Workload
+	if e.arrived >= w.Clients {
+		return
+	}
+	gap := 1e9 / (w.ArrivalRate * e.loadF)
+	if w.Arrivals == "poisson" {
+		gap *= e.arr.ExpFloat64()
+	}
+	if next := e.now + int64(gap); next < int64(e.sc.Duration) {
+		e.push(reqEv{at: next, kind: rqArrive})
+	}
+}
+
+// send sends attempt n of request req to the server.
+func (e *reqEngine) send(req int32, n int16) {
+	e.t.Attempts++
+	e.series.Attempts[e.at()]++
+	if n > 0 {
+		e.t.Retries++
+		e.series.Reconnects[e.at()]++
+	}
+	ans := e.adm.AdmitRequest(e.rc, e.now, n > 0, len(e.queue), e.rng.Float64)
+	if ans.Status != 200 {
+		switch ans.Why {
+		case protocol.WhyBudget:
+			e.t.RefusedBudget++
+			e.fail(req)
+			return
+		case protocol.WhyQueueFull:
+			e.t.RefusedQueue++
+		default:
+			e.t.RefusedAdmission++
+		}
+		e.retry(req, n, ans.RetryHint)
+		return
+	}
+	a := int32(len(e.att))
+	e.att = append(e.att, reqAttempt{queued: e.now, req: req, n: n})
+	e.queue = append(e.queue, a)
+	if at, ok := e.cc.Abandon(e.now); ok {
+		e.push(reqEv{at: at, kind: rqTimeout, a: a})
+	}
+	e.dispatch()
+}
+
+// retry sends the next attempt of req after the client's wait, or gives
+// the request up.
+func (e *reqEngine) retry(req int32, n int16, hint time.Duration) {
+	wait, ok := e.cc.Retry(int(n), hint, e.prevWait[req], e.rng)
+	if !ok {
+		e.fail(req)
+		return
+	}
+	e.prevWait[req] = wait
+	e.push(reqEv{at: e.now + int64(wait), kind: rqSend, req: req, n: n + 1})
+}
+
+func (e *reqEngine) fail(req int32) {
+	e.t.Failed++
+	e.outcome[req] = reqFailed
+}
+
+// timeout abandons attempt a if it is still unanswered.
+func (e *reqEngine) timeout(a int32) {
+	at := &e.att[a]
+	if at.done {
+		return
+	}
+	at.gone = true
+	e.t.Timeouts++
+	e.retry(at.req, at.n, 0)
+}
+
+// dispatch gives queued attempts to free workers, shedding stale ones.
+func (e *reqEngine) dispatch() {
+	for e.busy < e.workers && len(e.queue) > 0 {
+		a := e.queue[0]
+		e.queue = e.queue[1:]
+		at := &e.att[a]
+		if protocol.Shed(e.rc, e.now, at.queued) {
+			e.t.Shed++
+			if !at.gone {
+				at.done = true
+				e.retry(at.req, at.n, 0)
+			}
+			continue
+		}
+		svc := float64(e.rc.ServiceTime)
+		if e.rc.ServiceDist == topology.ServiceExp {
+			svc *= e.rng.ExpFloat64()
+		}
+		d := int64(svc * e.svcF)
+		e.busy++
+		e.push(reqEv{at: e.now + d, kind: rqDone, a: a, svc: d})
+	}
+}
+
+// done frees the worker that served attempt a: useful work if its client
+// still waits, wasted if it left.
+func (e *reqEngine) done(a int32, svc int64) {
+	e.busy--
+	sec := float64(svc) / 1e9
+	e.t.ServiceS += sec
+	at := &e.att[a]
+	if at.gone {
+		e.t.WastedS += sec
+	} else {
+		at.done = true
+		e.t.Completed++
+		e.outcome[at.req] = reqCompleted
+		e.series.Goodput[e.at()]++
+	}
+	e.dispatch()
+}
+
+// fault applies a trigger's step.
+func (e *reqEngine) fault(st faults.Step) {
+	switch st.Kind {
+	case faults.StepLoadFactor:
+		e.loadF = st.Fraction
+	case faults.StepServiceFactor:
+		e.svcF = st.Fraction
+	case faults.StepWorkersFactor:
+		e.workers = int(math.Round(float64(e.rc.Workers) * st.Fraction))
+	}
+	e.dispatch()
+}
