@@ -18,7 +18,7 @@ func init() {
 // with its scenario keys, and the short forms.
 func faultUsage() string {
 	return "--up STATE FAULT ARGS\n\n" +
-		"  KIND KEY=VALUE...                      a fault block of scenarios.toml, at 0 s: " + strings.Join(faults.Kinds(), ", ") + "\n" +
+		"  KIND KEY=VALUE...                      a fault block of scenarios.toml, at 0 s: " + strings.Join(faults.LiveKinds(), ", ") + "\n" +
 		up.Shorthands
 }
 

@@ -169,3 +169,17 @@ func describeTrigger(s Step) (string, bool) {
 	}
 	return "", false
 }
+
+// LiveKinds are the registered kinds the live engine applies, sorted: every
+// kind but the request workload's triggers, which only the simulator runs.
+func LiveKinds() []string {
+	var out []string
+	for _, k := range Kinds() {
+		if f, err := New(k); err == nil {
+			if _, trigger := f.(Trigger); !trigger {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}

@@ -52,6 +52,7 @@ func TestParseFault(t *testing.T) {
 		want string
 	}{
 		{[]string{"reboot", "1"}, `"reboot" is not a fault this command takes (a kind with KEY=VALUE arguments: client-drop, crash,`},
+		{[]string{"outage", "duration=10s"}, `"outage" is not a fault this command takes`}, // a trigger of the request workload: the simulator's only
 		{[]string{"crash", "slot=1"}, `fault crash: slot: unknown key for kind "crash"`},
 		{[]string{"scale", "replicas"}, `fault scale: "replicas" is not KEY=VALUE`},
 		{[]string{"crash", "replica=one"}, "fault crash:"},
