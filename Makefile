@@ -122,7 +122,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid)$$
+LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
 # go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
 # the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the

@@ -204,7 +204,8 @@ func TestThresholdsAtEverySeed(t *testing.T) {
 	sweepSeeds(t, append(seeds, 42), "")
 }
 
-// The reduced sweep make test keeps: seeds 1 to 3 of every shipped scenario
+// The reduced sweep (make test-long, beside the full one; make test judges
+// the thresholds at seed 42 through TestNightlyPasses): seeds 1 to 3 of every shipped scenario
 // but thundering-herd, which costs more than all the others together, and
 // the huang-osdi22 scenarios (6,200 requests/s, seconds a run), which are
 // swept in make test-long.
