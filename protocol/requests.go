@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"time"
+
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -60,15 +62,20 @@ func (b *retryBudget) allow(rc *topology.ReplicaConfig, now int64, retry bool) b
 // (nanoseconds since the run's start), in this order: a retry over the
 // design's retry budget gets 503 "retry budget" (its client then gives the
 // request up, as a Finagle client does); then the admission bucket and
-// the connection rate (Admit); then a bounded request queue that already
-// holds queued requests gets 503 "request queue full". Every refusal
-// costs the server no service. rnd jitters a hint, as Admit's.
-func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry bool, queued int, rnd func() float64) Answer {
+// the connection rate (Admit), for an attempt that opens a connection
+// (conn: every open-loop request, a closed-loop client's handshake; a
+// request on a connection the server already accepted passes them); then
+// a bounded request queue that already holds queued requests gets 503
+// "request queue full". Every refusal costs the server no service. rnd
+// jitters a hint, as Admit's.
+func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry, conn bool, queued int, rnd func() float64) Answer {
 	if rc.RetryBudget > 0 && !s.budget.allow(rc, now, retry) {
 		return Answer{Status: 503, Why: WhyBudget}
 	}
-	if a := s.Admit(rc, now, clients.ReqCall, rnd); a.Status != 200 {
-		return a
+	if conn {
+		if a := s.Admit(rc, now, clients.ReqCall, rnd); a.Status != 200 {
+			return a
+		}
 	}
 	if rc.RequestQueue > 0 && queued >= rc.RequestQueue {
 		full := Answer{Status: 503, Why: WhyQueueFull}
@@ -95,4 +102,15 @@ const WhyBudget = "retry budget exhausted"
 // still there: it cannot know.
 func Shed(rc *topology.ReplicaConfig, now, queued int64) bool {
 	return rc.ShedAfter > 0 && now-queued > int64(rc.ShedAfter)
+}
+
+// RequestCost is the mean service an attempt costs a worker: the
+// handshake's (replica.handshake_time) for a closed-loop client's first
+// request on a new connection, the request's (replica.service_time)
+// otherwise.
+func RequestCost(rc *topology.ReplicaConfig, handshake bool) time.Duration {
+	if handshake {
+		return rc.HandshakeTime
+	}
+	return rc.ServiceTime
 }

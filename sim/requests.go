@@ -31,6 +31,7 @@ import (
 const (
 	reqArrivalStream = 0x6a09e667f3bcc909
 	reqDesignStream  = 0xbb67ae8584caa73b
+	reqThinkStream   = 0x3c6ef372fe94f82b
 )
 
 type reqEvKind uint8
@@ -41,6 +42,8 @@ const (
 	rqTimeout                  // attempt a's client gives up on it
 	rqDone                     // a worker finishes attempt a
 	rqStep                     // faults step i
+	rqCSend                    // closed.go: client req sends attempt n, if its gen is still a
+	rqCNext                    // closed.go: client req's think is over, if its gen is still a
 )
 
 type reqEv struct {
@@ -75,6 +78,7 @@ type reqAttempt struct {
 	n      int16
 	gone   bool // its client gave up on it
 	done   bool // answered: served, shed or refused
+	hs     bool // a closed-loop client's handshake (closed.go)
 }
 
 // Outcomes of a logical request.
@@ -110,6 +114,10 @@ type reqEngine struct {
 
 	t      report.RequestTotals
 	series report.Series
+
+	// The closed-loop clients (closed.go), nil for open-loop arrivals.
+	cl  []closedClient
+	thk *rand.Rand // their think times
 }
 
 // runRequests simulates design d of a request-workload scenario and
@@ -123,6 +131,10 @@ func runRequests(ctx context.Context, sc *scenario.Scenario, d *scenario.Design,
 		step:    int64(sc.Step),
 		workers: d.Replica.Workers, loadF: 1, svcF: 1,
 	}
+	if sc.Closed() {
+		e.thk = rand.New(rand.NewPCG(s1^reqThinkStream, s2))
+		e.cl = []closedClient{}
+	}
 	e.run()
 	rd := report.Design{
 		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
@@ -130,6 +142,9 @@ func runRequests(ctx context.Context, sc *scenario.Scenario, d *scenario.Design,
 		ReplayLatencyMS: report.Summarise(nil), RecoveryLatencyMS: report.Summarise(nil),
 	}
 	rd.Notes = append(rd.Notes, "workload.kind = \"requests\": single requests with no session; the session totals and latencies do not apply (0), the requests block and the goodput series hold the run")
+	if sc.Closed() {
+		rd.Notes = append(rd.Notes, "workload.arrivals = \"closed\": each client keeps one request outstanding and thinks between requests; goodput counts requests, not handshakes")
+	}
 	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
 	return rd
 }
@@ -175,6 +190,14 @@ func (e *reqEngine) run() {
 			e.done(ev.a, ev.svc)
 		case rqStep:
 			e.fault(e.steps[ev.a])
+		case rqCSend:
+			if e.cl[ev.req].gen == ev.a {
+				e.csend(ev.req, ev.n)
+			}
+		case rqCNext:
+			if e.cl[ev.req].gen == ev.a {
+				e.next(ev.req)
+			}
 		}
 	}
 	for _, o := range e.outcome {
@@ -190,14 +213,19 @@ func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 // at is the series index of the current time.
 func (e *reqEngine) at() int { return min(int(e.now/e.step), len(e.series.Goodput)-1) }
 
-// arrive starts a logical request and schedules the next arrival.
+// arrive starts a logical request, or a closed-loop client, and
+// schedules the next arrival.
 func (e *reqEngine) arrive() {
-	id := int32(len(e.outcome))
-	e.outcome = append(e.outcome, reqWaiting)
-	e.prevWait = append(e.prevWait, 0)
-	e.t.Requests++
-	e.arrived++
-	e.send(id, 0)
+	if e.cl != nil {
+		e.join()
+	} else {
+		id := int32(len(e.outcome))
+		e.outcome = append(e.outcome, reqWaiting)
+		e.prevWait = append(e.prevWait, 0)
+		e.t.Requests++
+		e.arrived++
+		e.send(id, 0)
+	}
 	w := e.sc.Workload
 	if e.arrived >= w.Clients {
 		return
@@ -213,34 +241,45 @@ func (e *reqEngine) arrive() {
 
 // send sends attempt n of request req to the server.
 func (e *reqEngine) send(req int32, n int16) {
+	if ans, _, ok := e.enter(req, n, true, false); !ok {
+		if ans.Why == protocol.WhyBudget {
+			e.fail(req)
+			return
+		}
+		e.retry(req, n, ans.RetryHint)
+	}
+}
+
+// enter counts attempt n of req (a request, or a closed-loop client) and
+// puts it in the server's queue, or returns protocol's refusal (ok false).
+// conn: the attempt opens a connection; hs: it is a handshake.
+func (e *reqEngine) enter(req int32, n int16, conn, hs bool) (ans protocol.Answer, a int32, ok bool) {
 	e.t.Attempts++
 	e.series.Attempts[e.at()]++
 	if n > 0 {
 		e.t.Retries++
 		e.series.Reconnects[e.at()]++
 	}
-	ans := e.adm.AdmitRequest(e.rc, e.now, n > 0, len(e.queue), e.rng.Float64)
+	ans = e.adm.AdmitRequest(e.rc, e.now, n > 0, conn, len(e.queue), e.rng.Float64)
 	if ans.Status != 200 {
 		switch ans.Why {
 		case protocol.WhyBudget:
 			e.t.RefusedBudget++
-			e.fail(req)
-			return
 		case protocol.WhyQueueFull:
 			e.t.RefusedQueue++
 		default:
 			e.t.RefusedAdmission++
 		}
-		e.retry(req, n, ans.RetryHint)
-		return
+		return ans, -1, false
 	}
-	a := int32(len(e.att))
-	e.att = append(e.att, reqAttempt{queued: e.now, req: req, n: n})
+	a = int32(len(e.att))
+	e.att = append(e.att, reqAttempt{queued: e.now, req: req, n: n, hs: hs})
 	e.queue = append(e.queue, a)
 	if at, ok := e.cc.Abandon(e.now); ok {
 		e.push(reqEv{at: at, kind: rqTimeout, a: a})
 	}
 	e.dispatch()
+	return ans, a, true
 }
 
 // retry sends the next attempt of req after the client's wait, or gives
@@ -262,6 +301,10 @@ func (e *reqEngine) fail(req int32) {
 
 // timeout abandons attempt a if it is still unanswered.
 func (e *reqEngine) timeout(a int32) {
+	if e.cl != nil {
+		e.ctimeout(a)
+		return
+	}
 	at := &e.att[a]
 	if at.done {
 		return
@@ -281,11 +324,15 @@ func (e *reqEngine) dispatch() {
 			e.t.Shed++
 			if !at.gone {
 				at.done = true
-				e.retry(at.req, at.n, 0)
+				if e.cl != nil {
+					e.cretry(at.req, at.n, 0)
+				} else {
+					e.retry(at.req, at.n, 0)
+				}
 			}
 			continue
 		}
-		svc := float64(e.rc.ServiceTime)
+		svc := float64(protocol.RequestCost(e.rc, at.hs))
 		if e.rc.ServiceDist == topology.ServiceExp {
 			svc *= e.rng.ExpFloat64()
 		}
@@ -302,9 +349,12 @@ func (e *reqEngine) done(a int32, svc int64) {
 	sec := float64(svc) / 1e9
 	e.t.ServiceS += sec
 	at := &e.att[a]
-	if at.gone {
+	switch {
+	case at.gone:
 		e.t.WastedS += sec
-	} else {
+	case e.cl != nil:
+		e.answered(a)
+	default:
 		at.done = true
 		e.t.Completed++
 		e.outcome[at.req] = reqCompleted
@@ -322,6 +372,8 @@ func (e *reqEngine) fault(st faults.Step) {
 		e.svcF = st.Fraction
 	case faults.StepWorkersFactor:
 		e.workers = int(math.Round(float64(e.rc.Workers) * st.Fraction))
+	case faults.StepDropConnections:
+		e.dropAll()
 	}
 	e.dispatch()
 }
