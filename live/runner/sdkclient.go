@@ -74,7 +74,7 @@ type sdkClient struct {
 	sealed    bool               // the history was handed over: record nothing more
 	renewing  bool               // the session being connected replaces one after a failed call
 	events    int32              // notifications the current call received
-	overLimit string             // the cause, once the current call went over limits.events_per_call
+	overLimit string             // the cause, once the current call went over a limit (failOn)
 	stopCall  context.CancelFunc // ends the current call (the limit); nil outside one
 }
 
@@ -408,11 +408,17 @@ func (c *sdkClient) limitEvents(seq int32) bool {
 	if c.events++; c.events <= int32(c.d.guard.lim.EventsPerCall) {
 		return true
 	}
+	c.failOn(limEvents)
+	return false
+}
+
+// failOn fails the current call on limit k, once: its cause is the
+// limit's, and stopCall ends it. c.mu is held.
+func (c *sdkClient) failOn(k int) {
 	if c.overLimit == "" && c.stopCall != nil {
-		c.overLimit = c.d.guard.hit(limEvents)
+		c.overLimit = c.d.guard.hit(k)
 		c.stopCall()
 	}
-	return false
 }
 
 // cut drops the open stream, as a native client's cut does: the SDK sees
