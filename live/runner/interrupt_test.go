@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -105,4 +106,59 @@ func TestInterruptedRunNotKept(t *testing.T) {
 		t.Errorf("%d entries in the results folder (%s, …): want none", len(entries), entries[0].Name())
 	}
 	t.Logf("exit %d, %v after SIGINT: %s", code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
+}
+
+// TestInterruptedTwice: a second SIGINT while the first's histories are
+// being kept ends the process at once, by the signal's default action,
+// with no run folder written. The run is against testdata/hostile's
+// endless mode with the events-per-call limit out of the way (as in
+// TestSignalWhileJudging), so that its history takes a while to judge:
+// the first SIGINT comes 2 s in, the second once the run says it is
+// judging.
+func TestInterruptedTwice(t *testing.T) {
+	t.Parallel()
+	endpoint, kill, err := startHostile(hostileBin(t), "endless", "http://127.0.0.2:9/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kill()
+	out := t.TempDir()
+	cmd := exec.Command(bin, "run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts",
+		"--no-saturation-check", "--set", "server.url=\""+endpoint+"\"", "--set", "limits.events_per_call=10000000", "--set", "client.call_timeout=30s")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(2*time.Second, func() { cmd.Process.Signal(syscall.SIGINT) }) //nolint:errcheck // Wait says how it ended
+	var stderr strings.Builder
+	var second time.Time
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if second.IsZero() && strings.Contains(sc.Text(), ": judging ") {
+			second = time.Now()
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = cmd.Wait()
+	took := time.Since(second)
+	var ee *exec.ExitError
+	if second.IsZero() || !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+		t.Fatalf("want the process killed by the second SIGINT, sent once it judged: %v\n%s", err, stderr.String())
+	}
+	if took > time.Second {
+		t.Errorf("exited %v after the second SIGINT: want at once", took)
+	}
+	entries, _ := os.ReadDir(filepath.Join(out, "hostile"))
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") { // a folder being written is hidden
+			t.Errorf("results folder holds %s: want no run written", e.Name())
+		}
+	}
+	t.Logf("killed by SIGINT %v after the second one, %d hidden entries", took.Round(time.Millisecond), len(entries))
 }
