@@ -134,6 +134,10 @@ var hostileModes = []struct {
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
 	{false, [3]hostileCase{
+		{"retry-fast", 99, "request rate: design memory-sticky", nil},
+		{"retry-fast", 99, "request rate: design memory-sticky", nil},
+		{"retry-fast", 99, "request rate: design memory-sticky", nil}}, nil},
+	{false, [3]hostileCase{
 		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
 		{"unsolicited", 99, "failed calls, top causes", noneCompleted},
 		{"unsolicited", 99, "failed calls, top causes", noneCompleted}}, nil},
@@ -325,6 +329,11 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	d := r.d
 	if c.note != "" && !strings.Contains(strings.Join(d.Notes, "\n"), c.note) {
 		t.Errorf("no note says %q:\n%s", c.note, strings.Join(d.Notes, "\n"))
+	}
+	// The request-rate guard speaks only when a server drives the clients
+	// faster than any backoff.
+	if notes := strings.Join(d.Notes, "\n"); c.mode != "retry-fast" && strings.Contains(notes, "request rate:") {
+		t.Errorf("a request-rate note against mode %s:\n%s", c.mode, notes)
 	}
 	if c.check != nil {
 		c.check(t, d)

@@ -16,6 +16,9 @@
 //	retry-overflow  a retry field that overflows a time.Duration in ms, one
 //	                event with an id, then the stream ends; every resume
 //	                gets the same
+//	retry-fast      a retry field of 1 ms, one event with an id, then the
+//	                stream ends; every resume gets the same: clients that
+//	                honour the hint resume far faster than any backoff
 //	redirect-cross  307 to -other, another host
 //	redirect-same   307 to /mcp2 on the same origin, which answers as "ok"
 //	huge-event      one event of short data lines that never ends (up to
@@ -100,7 +103,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		return
 	case http.MethodGet:
-		if s.mode == "retry-overflow" {
+		if s.mode == "retry-overflow" || s.mode == "retry-fast" {
 			s.overflow(w)
 			return
 		}
@@ -141,7 +144,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 	case s.mode == "redirect-same" && r.URL.Path == "/mcp":
 		http.Redirect(w, r, "/mcp2", http.StatusTemporaryRedirect)
 		return
-	case s.mode == "retry-overflow":
+	case s.mode == "retry-overflow" || s.mode == "retry-fast":
 		s.overflow(w)
 		return
 	case s.mode == "gzip-bomb":
@@ -230,8 +233,13 @@ func repeat(w http.ResponseWriter, s string, n int) {
 // overflow sends a retry hint of 18,446,744,073,710 ms, which multiplied
 // out to nanoseconds wraps a time.Duration around to 0.45 ms, and one
 // event with an id, and ends the stream: a client resumes after the hint.
+// In mode retry-fast the hint is 1 ms.
 func (s *server) overflow(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 18446744073710\nid: e1\ndata: \n\n")
+	retry := "18446744073710"
+	if s.mode == "retry-fast" {
+		retry = "1" // 1 ms: a valid hint, far below any backoff
+	}
+	fmt.Fprint(w, "retry: "+retry+"\nid: e1\ndata: \n\n")
 }
