@@ -23,9 +23,9 @@ import (
 func hostileBin(t *testing.T) string { return testbin.Build(t, ".", "./testdata/hostile") }
 
 // startHostile starts testdata/hostile, the program exe, in mode on
-// loopback and returns its endpoint and how to stop it.
-func startHostile(exe, mode, other string) (string, func(), error) {
-	cmd := exec.Command(exe, "-listen", "127.0.0.1:0", "-mode", mode, "-other", other)
+// loopback, with flags added, and returns its endpoint and how to stop it.
+func startHostile(exe, mode, other string, flags ...string) (string, func(), error) {
+	cmd := exec.Command(exe, append([]string{"-listen", "127.0.0.1:0", "-mode", mode, "-other", other}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err

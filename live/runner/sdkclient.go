@@ -76,6 +76,9 @@ type sdkClient struct {
 	events    int32              // notifications the current call received
 	overLimit string             // the cause, once the current call went over a limit (failOn)
 	stopCall  context.CancelFunc // ends the current call (the limit); nil outside one
+	// ids holds one copy of each session id the requests carry: the
+	// ts-sdk clients' proxy reads a fresh copy from every request.
+	ids history.Interner
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
@@ -468,7 +471,7 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return c.tr.RoundTrip(req)
 	}
 	rec := history.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
-		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}
+		SessionID: c.ids.Of(req.Header.Get("Mcp-Session-Id")), BytesOut: int64(len(body))}
 	rec.Session = rec.SessionID != ""
 	if kind == clients.ReqCall || kind == clients.ReqResume {
 		rec.Attempt = 0
@@ -514,7 +517,7 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if kind == clients.ReqInitialize {
-		r.SessionID = resp.Header.Get("Mcp-Session-Id")
+		r.SessionID = c.ids.Of(resp.Header.Get("Mcp-Session-Id"))
 	}
 	w := &watched{ReadCloser: resp.Body, c: c, ri: ri, cancel: cancel}
 	resp.Body = w

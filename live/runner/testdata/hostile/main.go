@@ -26,7 +26,7 @@
 //	huge-line       one data line of 256 MiB
 //	huge-id         events with 100 KiB ids
 //	huge-body       the result as one JSON body of 256 MiB
-//	huge-session    a 100 KiB Mcp-Session-Id
+//	huge-session    a 100 KiB Mcp-Session-Id (-session-bytes sets its length)
 //	endless         progress notifications without end (up to 10,000,000)
 //	index-2e9       progress 1, then 2,000,000,000, then the result (for
 //	                server.tool.progress = "index")
@@ -53,12 +53,13 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	mode := flag.String("mode", "ok", "how to misbehave")
 	other := flag.String("other", "", "mode redirect-cross: the URL to redirect to")
+	sessionBytes := flag.Int("session-bytes", 100<<10, "mode huge-session: the bytes of x after the session's number")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := &server{mode: *mode, other: *other}
+	s := &server{mode: *mode, other: *other, sessionBytes: *sessionBytes}
 	if s.mode == "gzip-bomb" {
 		s.bomb = gz(strings.Repeat("x", 256<<20))
 	}
@@ -70,9 +71,10 @@ func main() {
 }
 
 type server struct {
-	mode, other string
-	sessions    atomic.Int64
-	bomb        []byte // gzip-bomb: the gzip member of the result's text
+	mode, other  string
+	sessionBytes int // huge-session: how long the session id is, past its number
+	sessions     atomic.Int64
+	bomb         []byte // gzip-bomb: the gzip member of the result's text
 }
 
 // gz is s as one gzip member: members written one after the other
@@ -119,7 +121,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	case "initialize":
 		sid := "s" + strconv.FormatInt(s.sessions.Add(1), 10)
 		if s.mode == "huge-session" {
-			sid += strings.Repeat("x", 100<<10)
+			sid += strings.Repeat("x", s.sessionBytes)
 		}
 		w.Header().Set("Mcp-Session-Id", sid)
 		w.Header().Set("Content-Type", "application/json")
