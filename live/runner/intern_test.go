@@ -63,7 +63,8 @@ func TestSessionIDsInterned(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer kill()
-			sets := []string{fmt.Sprintf("server.url=%q", endpoint), "client.impl=" + impl, "client.profile=" + impl, fmt.Sprintf("limits.session_id_bytes=%d", limit)}
+			sets := []string{fmt.Sprintf("server.url=%q", endpoint), "client.impl=" + impl, "client.profile=" + impl, fmt.Sprintf("limits.session_id_bytes=%d", limit),
+				"duration=2s", "drain=1s"}
 			f, err := scenario.Load(abs, &scenario.Options{Set: sets, Target: "hostile"})
 			if err != nil {
 				t.Fatal(err)
