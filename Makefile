@@ -108,6 +108,11 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# In live/runner, the tests marked `t.Parallel() // make test: see the Makefile's note` run two at
+# a time (go test's -parallel, GOMAXPROCS) once the serial ones are done, so that one's waits on
+# real time overlap another's: the 8 longest of those that neither count the test process's
+# children, look for leftover processes by executable, set the environment, burn CPU on purpose
+# (TestSaturationInjected) nor run Node (the ts-sdk tests, the most load-sensitive).
 # RACED are the tests of sim, cli and plan that run under the race detector (the concurrent paths):
 # they run there only, not a second time without it; calibrate's tests all run raced, once. Each
 # name is anchored, so a test of the same name in another package outside live/ would be skipped
