@@ -222,13 +222,15 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := t.bal.SetBackend(slot, base); err != nil {
+	if err := t.bal.SetBackend(ctx, slot, base); err != nil {
 		return fail("%v", err)
 	}
 	t.mu.Lock()
 	t.setSlot(slot, cmd, base, SlotServing, "", "serving "+base)
 	t.mu.Unlock()
-	t.bal.SetInPool(slot, true)
+	if err := t.bal.SetInPool(ctx, slot, true); err != nil {
+		return fail("%v", err)
+	}
 	return nil
 }
 
@@ -255,7 +257,7 @@ func (t *Topology) watchOwn(cmd *exec.Cmd, slot int, out *tail, guard io.Closer,
 	t.mu.Unlock()
 	killGroup(pid, syscall.SIGKILL) // whatever the command left behind
 	if crashed {
-		t.bal.SetInPool(slot, false)
+		t.inPool(slot, false)
 	}
 	close(done)
 	// Once the group is gone its id may be reused by an unrelated
