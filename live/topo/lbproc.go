@@ -113,6 +113,9 @@ func (t *Topology) waitLB(cmd *exec.Cmd) {
 	}
 }
 
+// Addr is the address the LB listens on for clients.
+func (t *Topology) Addr() string { return t.addr.String() }
+
 // LBPID is the process id of the load balancer.
 func (t *Topology) LBPID() int {
 	t.mu.Lock()
