@@ -97,7 +97,8 @@ func listenerFiles(lns ...net.Listener) ([]*os.File, error) {
 	return files, nil
 }
 
-// waitLB reaps the LB process and says so when it ends before Close.
+// waitLB reaps the LB process; when it ends before Close, it records the
+// end as an Exit (slot -1) and says so.
 func (t *Topology) waitLB(cmd *exec.Cmd) {
 	err := cmd.Wait()
 	status := "exit status 0"
@@ -107,7 +108,11 @@ func (t *Topology) waitLB(cmd *exec.Cmd) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.pids, cmd.Process.Pid)
-	if !t.closing && t.opts.Notify != nil {
+	if t.closing {
+		return
+	}
+	t.exits = append(t.exits, Exit{At: time.Now(), Slot: -1, PID: cmd.Process.Pid, Status: status})
+	if t.opts.Notify != nil {
 		t.notes = append(t.notes, fmt.Sprintf("lb pid %d exited: %s", cmd.Process.Pid, status))
 		t.kick()
 	}

@@ -27,7 +27,7 @@ import (
 // command that crashed in the middle of a run.
 type Exit struct {
 	At     time.Time
-	Slot   int
+	Slot   int // -1: the load balancer
 	PID    int
 	Status string // as os/exec says it: "exit status 2", "signal: segmentation fault"
 	Output string // the end of what it wrote to stdout and stderr
@@ -35,6 +35,9 @@ type Exit struct {
 
 func (e Exit) String() string {
 	s := fmt.Sprintf("replica %d (pid %d) exited unexpectedly: %s", e.Slot, e.PID, e.Status)
+	if e.Slot < 0 {
+		s = fmt.Sprintf("the load balancer (pid %d) exited unexpectedly: %s", e.PID, e.Status)
+	}
 	if o := e.Output; o != "" {
 		if len(o) > 300 {
 			o = "…" + strings.ToValidUTF8(o[len(o)-300:], "")
@@ -365,7 +368,8 @@ func groupAlive(pid int) bool {
 	return false
 }
 
-// Exits lists the replica processes that ended when nobody stopped them.
+// Exits lists the processes that ended when nobody stopped them: an own
+// server's replicas, and the load balancer (Slot -1).
 func (t *Topology) Exits() []Exit {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -101,7 +101,7 @@ type Topology struct {
 	groups  []int          // process groups of own-server replicas, by leader PID
 	urls    map[int]string // base URL of each running reference replica, by PID
 	rdb     *redis.Client  // for StoreBytes; made on first use
-	exits   []Exit         // own-server replicas that ended when nobody stopped them
+	exits   []Exit         // own-server replicas and the LB, ended when nobody stopped them
 	closing bool
 	gotmp   string // the own server's GOTMPDIR (goTmp), removed by Close
 	// storeGen counts the scheduled store fault steps begun and ended;
