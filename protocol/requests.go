@@ -1,6 +1,10 @@
 package protocol
 
 import (
+	"math"
+	"math/rand/v2"
+	"time"
+
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -95,4 +99,23 @@ const WhyBudget = "retry budget exhausted"
 // still there: it cannot know.
 func Shed(rc *topology.ReplicaConfig, now, queued int64) bool {
 	return rc.ShedAfter > 0 && now-queued > int64(rc.ShedAfter)
+}
+
+// ServiceTime is how long a worker is held by the request it starts
+// serving: the replica's service_time, or an exponential draw from rng of
+// that mean under service_dist "exp", times factor, the slowdown trigger's
+// factor in force (1 without one).
+func ServiceTime(rc *topology.ReplicaConfig, factor float64, rng *rand.Rand) time.Duration {
+	svc := float64(rc.ServiceTime)
+	if rc.ServiceDist == topology.ServiceExp {
+		svc *= rng.ExpFloat64()
+	}
+	return time.Duration(int64(svc * factor))
+}
+
+// Workers is how many of the replica's workers serve while a capacity cut
+// (or an outage, keep 0) leaves keep of them: the nearest whole number. A
+// worker over the count finishes the request it serves first.
+func Workers(rc *topology.ReplicaConfig, keep float64) int {
+	return int(math.Round(float64(rc.Workers) * keep))
 }
