@@ -17,8 +17,8 @@ const (
 	// requests a second (at most clients of them), no session set-up,
 	// served by the design's replica.workers for replica.service_time, the
 	// client's per-attempt request_timeout and request_retries, and the
-	// triggers of faults/trigger.go. The simulator runs it; the live engine
-	// refuses it.
+	// triggers of faults/trigger.go. Both engines run it: the live engine
+	// on its own request server (live/replica/requests.go).
 	KindRequests = "requests"
 )
 
@@ -69,7 +69,7 @@ func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) 
 			ld.errorf(origin(all, "replica", "service_time"), "design %s: %v: workload.kind = %q needs a positive service time", d.Name, d.Replica.ServiceTime, KindRequests)
 		}
 		if d.Own != nil {
-			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs in the simulator only, not against a server", d.Name, KindRequests)
+			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs on stormsim's own request server (in either engine), not against a server you bring", d.Name, KindRequests)
 		}
 	}
 }
