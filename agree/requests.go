@@ -15,9 +15,12 @@ import (
 //     trigger until arrivals stop, over its level in the BaselineWindowS
 //     seconds before the trigger (report.GoodputAround). Its standard
 //     error is Poisson's on both counts, by the delta method, in each
-//     engine. The default tolerance, 0.1, is a tenth of the pre-trigger
-//     level: a stuck design sits near 0 and a recovered one near 1, so the
-//     tolerance tells them apart with room for the transient.
+//     engine, as if the two were independent samples (they share their
+//     arrivals, so it overstates the noise). The default tolerance, 0.2,
+//     is a fifth of the pre-trigger level: a stuck design sits near 0 and
+//     a recovered one near 1, so it still tells them apart, and it leaves
+//     room for that noise at tens of requests a second (2 SE is about
+//     0.13 at 17 requests/s over 2 seeds of 60 s).
 //   - goodput_recovered_s: stuck (never recovered before arrivals stop) or
 //     recovered must be the same in both engines, at every seed; when both
 //     recovered, the seconds compare as recovery_s does (max(5 s, 0.5 ×
@@ -32,7 +35,7 @@ import (
 //     client waited, over the requests; binomial; tolerance max(0.02, 0.1
 //     × sim).
 var requestDefaults = map[string]float64{
-	"goodput_after_ratio":             0.1,
+	"goodput_after_ratio":             0.2,
 	"goodput_recovered_s":             5,
 	"goodput_recovered_s_rel":         0.5,
 	"wasted_work_fraction":            0.05,

@@ -119,3 +119,14 @@ func ServiceTime(rc *topology.ReplicaConfig, factor float64, rng *rand.Rand) tim
 func Workers(rc *topology.ReplicaConfig, keep float64) int {
 	return int(math.Round(float64(rc.Workers) * keep))
 }
+
+// WhyShed is the Why of an attempt the server shed for its age.
+const WhyShed = "shed: waited longer than shed_after"
+
+// ShedAnswer is what a shed attempt's client, if it still waits, gets at
+// once: 503, so that it retries (or gives up) without waiting out its
+// timeout.
+func ShedAnswer() Answer { return Answer{Status: 503, Why: WhyShed} }
+
+// ServedAnswer is what the client of an attempt a worker served gets.
+func ServedAnswer() Answer { return Answer{Status: 200} }

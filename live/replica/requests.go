@@ -31,9 +31,6 @@ const AttemptHeader = "X-Stormsim-Attempt"
 // tells the retry budget's 503 (give up) from the others (retry).
 const WhyHeader = "X-Stormsim-Why"
 
-// WhyShed is the Why of a request the server shed for its age.
-const WhyShed = "shed: waited longer than shed_after"
-
 // RequestOptions configure a RequestServer.
 type RequestOptions struct {
 	// Replica is the design's replica: workers, service_time,
@@ -84,10 +81,10 @@ type RequestServer struct {
 // server's mu.
 type attempt struct {
 	queued   int64
-	gone     bool          // its client left: the handler returned
-	answered bool          // served or shed while its client waited
-	ready    chan string   // "" served, else the Why of a refusal
-	svc      time.Duration // its service time, once a worker took it
+	gone     bool                 // its client left: the handler returned
+	answered bool                 // served or shed while its client waited
+	ready    chan protocol.Answer // served, or shed
+	svc      time.Duration        // its service time, once a worker took it
 }
 
 // NewRequestServer is a server of o.Replica.Workers workers, all serving.
@@ -102,17 +99,17 @@ func NewRequestServer(o *RequestOptions) *RequestServer {
 func (s *RequestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, _ := strconv.Atoi(r.Header.Get(AttemptHeader))
 	a, refused := s.admit(n > 0)
-	if refused.Status != 0 {
+	if a == nil {
 		refuse(w, refused)
 		return
 	}
 	select {
-	case why := <-a.ready:
-		if why != "" {
-			refuse(w, protocol.Answer{Status: http.StatusServiceUnavailable, Why: why})
+	case ans := <-a.ready:
+		if ans.Status != 200 {
+			refuse(w, ans)
 			return
 		}
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(ans.Status)
 	case <-r.Context().Done():
 		s.mu.Lock()
 		a.gone = !a.answered
@@ -136,7 +133,7 @@ func (s *RequestServer) admit(retry bool) (*attempt, protocol.Answer) {
 	defer s.mu.Unlock()
 	now := s.now()
 	ans := s.adm.AdmitRequest(&s.rc, now, retry, len(s.queue), s.rng.Float64)
-	if ans.Status != http.StatusOK {
+	if ans.Status != 200 {
 		switch ans.Why {
 		case protocol.WhyBudget:
 			s.c.RefusedBudget++
@@ -148,7 +145,7 @@ func (s *RequestServer) admit(retry bool) (*attempt, protocol.Answer) {
 		ans.RetryHint = protocol.RetryAfter(ans.RetryHint)
 		return nil, ans
 	}
-	a := &attempt{queued: now, ready: make(chan string, 1)}
+	a := &attempt{queued: now, ready: make(chan protocol.Answer, 1)}
 	s.c.Queued++
 	s.queue = append(s.queue, a)
 	s.dispatch()
@@ -166,7 +163,7 @@ func (s *RequestServer) dispatch() {
 			s.c.Shed++
 			if !a.gone {
 				a.answered = true
-				a.ready <- WhyShed
+				a.ready <- protocol.ShedAnswer()
 			}
 			continue
 		}
@@ -192,7 +189,7 @@ func (s *RequestServer) done(a *attempt) {
 	} else {
 		s.c.Served++
 		a.answered = true
-		a.ready <- ""
+		a.ready <- protocol.ServedAnswer()
 	}
 	s.dispatch()
 }
