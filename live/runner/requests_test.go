@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +90,26 @@ func seconds(v *float64) string {
 		return "never"
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// The request workload runs on stormsim's own request server only: not in
+// shards, not against a stormsim up. Both are refused before anything
+// starts, naming the workload.
+func TestLiveRequestsRefused(t *testing.T) {
+	t.Parallel()
+	f, err := scenario.Load("testdata/requests.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := f.Scenario("metastable-short")
+	for _, o := range []*Options{
+		{Endpoint: "http://127.0.0.1:1/mcp"}, // a stormsim up's
+		{ShardIndex: 0, ShardCount: 2},       // a shard
+	} {
+		_, err := Run(context.Background(), sc, o)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), `workload.kind = "requests"`) {
+			t.Errorf("options %+v: %v, want a RefusedError naming the workload", o, err)
+		}
+	}
 }
