@@ -25,12 +25,12 @@ import (
 
 // Exit codes. docs/reference.md lists them.
 const (
-	ExitOK          = orchestrate.ExitOK        // success; every threshold held
-	ExitError       = orchestrate.ExitError     // the run failed (I/O, an engine error)
-	ExitUsage       = 2                         // a bad scenario file or bad arguments
-	ExitSaturated   = orchestrate.ExitSaturated // a live run's host was saturated: no verdict (wins over 98 and 99)
-	ExitThreshold   = orchestrate.ExitThreshold // a threshold in the scenario's expect table failed
-	ExitInterrupted = 130                       // interrupted by SIGINT or SIGTERM; nothing was written
+	ExitOK          = orchestrate.ExitOK          // success; every threshold held
+	ExitError       = orchestrate.ExitError       // the run failed (I/O, an engine error)
+	ExitUsage       = 2                           // a bad scenario file or bad arguments
+	ExitSaturated   = orchestrate.ExitSaturated   // a live run's host was saturated: no verdict (wins over 98 and 99)
+	ExitThreshold   = orchestrate.ExitThreshold   // a threshold in the scenario's expect table failed
+	ExitInterrupted = orchestrate.ExitInterrupted // interrupted by SIGINT or SIGTERM: a live run's folder until then, marked interrupted, or nothing written
 )
 
 // usageError marks an error caused by bad input, which exits 2.

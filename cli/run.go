@@ -251,6 +251,9 @@ func (f *runFlags) options(env *Env, p *runPlan) (o *orchestrate.Options, done f
 	if o.Live, err = f.liveOptions(engines, p.st); err != nil {
 		return nil, nil, err
 	}
+	if o.InterruptWithin, err = interruptWithin(); err != nil {
+		return nil, nil, usageError{err}
+	}
 	if !f.quiet {
 		o.Live.Judging = func(design string, receipts int) {
 			fmt.Fprintf(env.Stderr, "stormsim: %s (live): design %s: judging %d receipts\n", p.sc.Name, design, receipts)

@@ -22,3 +22,22 @@ func injectedLateness() (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// InterruptWithinEnv names the setting that bounds the keeping of a live
+// run a signal interrupts (orchestrate.Options.InterruptWithin, a Go
+// duration; 10 s when unset). A test sets it tiny to see a run whose
+// histories could not be kept in time leave nothing.
+const InterruptWithinEnv = "STORMSIM_INTERRUPT_WITHIN"
+
+// interruptWithin reads InterruptWithinEnv; 0 when unset.
+func interruptWithin() (time.Duration, error) {
+	v := os.Getenv(InterruptWithinEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a duration above 0", InterruptWithinEnv, v)
+	}
+	return d, nil
+}

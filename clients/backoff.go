@@ -62,3 +62,49 @@ func Delay(cfg *Config, n int, prev time.Duration, rng *rand.Rand) time.Duration
 	}
 	return time.Duration(v)
 }
+
+// MinDelay is the least wait Delay can give under c before any reconnect,
+// whatever the draw: the floor of its strategy and jitter (0 for no
+// backoff, full jitter, or an exponential backoff that shrinks). A
+// server's retry hint replaces it when the client honours hints.
+func (c *Config) MinDelay() time.Duration {
+	v := c.Base
+	switch {
+	case c.Strategy == StrategyNone, c.Strategy == StrategyExponential && c.Factor < 1:
+		return 0
+	case c.Strategy == StrategyDecorrelated:
+		return min(v, c.capOr(v)) // U(base, …), capped; no jitter
+	}
+	v = min(v, c.capOr(v))
+	switch c.Jitter {
+	case JitterFull:
+		return 0
+	case JitterEqual:
+		return v / 2
+	}
+	return v // none, additive: v or more
+}
+
+// capOr is c's cap, or v when it has none.
+func (c *Config) capOr(v time.Duration) time.Duration {
+	if c.Cap > 0 {
+		return c.Cap
+	}
+	return v
+}
+
+// FastestBackoff is the least wait between two reconnects of one client
+// that any named profile's backoff allows, the floor of every profile's
+// MinDelay: 1 s, every profile's first delay, which their jitter never
+// shortens. A client that reconnects faster is following a server's retry
+// hint, or not backing off at all.
+func FastestBackoff() time.Duration {
+	fastest := time.Duration(-1)
+	for _, name := range ProfileNames() {
+		c, _ := Profile(name)
+		if d := c.MinDelay(); fastest < 0 || d < fastest {
+			fastest = d
+		}
+	}
+	return fastest
+}

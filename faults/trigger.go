@@ -12,7 +12,7 @@ import (
 // engine and the live request server apply them alike.
 //
 //	[[scenario.NAME.faults]]
-//	kind = "outage"        # or load-spike, slowdown, capacity-cut
+//	kind = "outage"        # or load-spike, slowdown, capacity-cut (reconnect: at only)
 //	at = "30s"
 //	duration = "10s"
 
@@ -27,6 +27,9 @@ const (
 	// StepWorkersFactor leaves Fraction of the workers serving; a worker
 	// over the count finishes its request first. An outage sets 0.
 	StepWorkersFactor
+	// StepDropConnections drops every closed-loop client's connection at
+	// once; the server loses its queue (Reconnect).
+	StepDropConnections
 )
 
 // Trigger is a fault kind of the request workload.
@@ -83,7 +86,20 @@ type Outage struct {
 	Duration time.Duration `toml:"duration" json:"duration"`
 }
 
+// Reconnect drops every client's connection at the same instant, as a
+// proxy restart or a deploy does: the restarted server's request queue is
+// lost, every client abandons what it waited for and reconnects at once,
+// and its first request on the new connection is a handshake
+// (replica.handshake_time). Only closed-loop clients
+// (workload.arrivals = "closed") hold connections, so the loader accepts
+// it with those alone.
+type Reconnect struct {
+	Kind_ string        `toml:"kind" json:"kind"`
+	At    time.Duration `toml:"at" json:"at"`
+}
+
 var (
+	_ Trigger = (*Reconnect)(nil)
 	_ Trigger = (*LoadSpike)(nil)
 	_ Trigger = (*Slowdown)(nil)
 	_ Trigger = (*CapacityCut)(nil)
@@ -95,6 +111,21 @@ func init() {
 	Register("slowdown", func() Fault { return &Slowdown{} })
 	Register("capacity-cut", func() Fault { return &CapacityCut{} })
 	Register("outage", func() Fault { return &Outage{} })
+	Register("reconnect", func() Fault { return &Reconnect{} })
+}
+
+func (f *Reconnect) Kind() string { return "reconnect" }
+func (f *Reconnect) Trigger()     {}
+func (f *Reconnect) Validate(ctx Context) []error {
+	var c checks
+	c.at(f.At, ctx)
+	return c.errs
+}
+func (f *Reconnect) Steps(Context) []Step {
+	return []Step{{At: f.At, Kind: StepDropConnections}}
+}
+func (f *Reconnect) Span(Context) Span {
+	return Span{Label: "every connection drops", At: f.At, Until: f.At}
 }
 
 func (f *LoadSpike) Kind() string { return "load-spike" }
@@ -167,6 +198,8 @@ func describeTrigger(s Step) (string, bool) {
 		return fmt.Sprintf("service time ×%g", s.Fraction), true
 	case StepWorkersFactor:
 		return fmt.Sprintf("%g%% of the workers serve", 100*s.Fraction), true
+	case StepDropConnections:
+		return "every client's connection drops; the server's queue is lost", true
 	}
 	return "", false
 }

@@ -58,5 +58,10 @@ func ReadHistories(r io.Reader) (map[string]*History, error) {
 	if err := json.NewDecoder(zr).Decode(&h); err != nil {
 		return nil, fmt.Errorf("history: reading histories: %w", err)
 	}
+	for _, d := range h {
+		if d != nil {
+			d.internIDs()
+		}
+	}
 	return h, nil
 }

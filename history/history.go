@@ -141,6 +141,10 @@ type History struct {
 	// a duplicate; an index delivered again on a later stream (a resume
 	// that restarted its progress, a re-issued attempt) is redone.
 	ByEventID bool
+	// Interrupted is when (ns) a signal stopped the run's load before its
+	// horizon; 0 when the run went to its end. The calls open then are
+	// pending, as at the end of a drain.
+	Interrupted int64 `json:",omitempty"`
 
 	Calls    []Call
 	Requests []Request

@@ -48,7 +48,15 @@ type Options struct {
 	ProgressDone func()
 	// Stdout takes the tables and where the files went; nil prints nothing.
 	Stdout io.Writer
+	// InterruptWithin bounds the keeping of a live run a signal
+	// interrupts: from the signal, its histories until then are judged
+	// and its folder written, marked interrupted, within this long, or
+	// nothing is written. 0 means 10 s.
+	InterruptWithin time.Duration
 }
+
+// DefaultInterruptWithin is Options.InterruptWithin's default.
+const DefaultInterruptWithin = 10 * time.Second
 
 // InputError is a problem with the scenario or the arguments that Run
 // meets only once it runs: the CLI exits 2 on it.
@@ -75,6 +83,11 @@ type state struct {
 	files     map[string][]byte
 	agreement *agree.Agreement
 	dir       string
+	// salvage is the context an interrupted live run is kept under (it
+	// ends InterruptWithin after the signal); interrupted, that a signal
+	// stopped a live job and the jobs after it did not run.
+	salvage     context.Context
+	interrupted bool
 }
 
 // Engines are the engines an --engine value runs, in order.
@@ -97,11 +110,19 @@ func Run(ctx context.Context, o *Options) error {
 	if err := s.plan(); err != nil {
 		return err
 	}
+	if slices.Contains(s.engines, "live") {
+		var stop context.CancelFunc
+		s.salvage, stop = s.salvageContext(ctx)
+		defer stop()
+	}
 	if err := s.runJobs(ctx); err != nil {
 		return err
 	}
 	if o.ProgressDone != nil {
 		o.ProgressDone()
+	}
+	if s.interrupted {
+		return s.writeInterrupted(ctx)
 	}
 	if err := s.overSeeds(); err != nil {
 		return err
@@ -160,7 +181,13 @@ func (s *state) plan() error {
 // runJobs runs the jobs in order and keeps their reports and files.
 func (s *state) runJobs(ctx context.Context) error {
 	for _, jb := range s.jobs {
-		rep, extra, err := RunEngine(ctx, jb.engine, jb.sc, jb.sets, s.o)
+		o := s.o
+		if jb.engine == "live" && s.salvage != nil {
+			copied := *o
+			copied.Live.Salvage = s.salvage
+			o = &copied
+		}
+		rep, extra, err := RunEngine(ctx, jb.engine, jb.sc, jb.sets, o)
 		if err != nil {
 			if ctx.Err() != nil {
 				if errors.Is(err, ctx.Err()) {
@@ -184,6 +211,10 @@ func (s *state) runJobs(ctx context.Context) error {
 			s.files[jb.prefix+k] = v
 		}
 		s.all[jb.engine] = append(s.all[jb.engine], rep)
+		if rep.Interrupted != nil {
+			s.interrupted = true // the jobs after it do not run
+			return nil
+		}
 	}
 	return nil
 }
@@ -208,8 +239,14 @@ func RunEngine(ctx context.Context, engine string, sc *scenario.Scenario, sets [
 	if err != nil {
 		return nil, nil, err
 	}
+	if out.Report.Interrupted != nil {
+		ctx = opts.Salvage // the histories are kept within its deadline
+	}
 	hist, err := history.EncodeHistoriesContext(ctx, out.Histories)
 	if err != nil {
+		if cause := context.Cause(ctx); out.Report.Interrupted != nil && cause != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
 		return nil, nil, err
 	}
 	return out.Report, map[string][]byte{"results.bin": buf.Bytes(), history.HistoryFile: hist, "live.log": logBuf.Bytes()}, nil

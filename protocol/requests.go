@@ -64,15 +64,20 @@ func (b *retryBudget) allow(rc *topology.ReplicaConfig, now int64, retry bool) b
 // (nanoseconds since the run's start), in this order: a retry over the
 // design's retry budget gets 503 "retry budget" (its client then gives the
 // request up, as a Finagle client does); then the admission bucket and
-// the connection rate (Admit); then a bounded request queue that already
-// holds queued requests gets 503 "request queue full". Every refusal
-// costs the server no service. rnd jitters a hint, as Admit's.
-func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry bool, queued int, rnd func() float64) Answer {
+// the connection rate (Admit), for an attempt that opens a connection
+// (conn: every open-loop request, a closed-loop client's handshake; a
+// request on a connection the server already accepted passes them); then
+// a bounded request queue that already holds queued requests gets 503
+// "request queue full". Every refusal costs the server no service. rnd
+// jitters a hint, as Admit's.
+func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry, conn bool, queued int, rnd func() float64) Answer {
 	if rc.RetryBudget > 0 && !s.budget.allow(rc, now, retry) {
 		return Answer{Status: 503, Why: WhyBudget}
 	}
-	if a := s.Admit(rc, now, clients.ReqCall, rnd); a.Status != 200 {
-		return a
+	if conn {
+		if a := s.Admit(rc, now, clients.ReqCall, rnd); a.Status != 200 {
+			return a
+		}
 	}
 	if rc.RequestQueue > 0 && queued >= rc.RequestQueue {
 		full := Answer{Status: 503, Why: WhyQueueFull}
@@ -101,12 +106,23 @@ func Shed(rc *topology.ReplicaConfig, now, queued int64) bool {
 	return rc.ShedAfter > 0 && now-queued > int64(rc.ShedAfter)
 }
 
-// ServiceTime is how long a worker is held by the request it starts
-// serving: the replica's service_time, or an exponential draw from rng of
-// that mean under service_dist "exp", times factor, the slowdown trigger's
-// factor in force (1 without one).
-func ServiceTime(rc *topology.ReplicaConfig, factor float64, rng *rand.Rand) time.Duration {
-	svc := float64(rc.ServiceTime)
+// RequestCost is the mean service an attempt costs a worker: the
+// handshake's (replica.handshake_time) for a closed-loop client's first
+// request on a new connection, the request's (replica.service_time)
+// otherwise.
+func RequestCost(rc *topology.ReplicaConfig, handshake bool) time.Duration {
+	if handshake {
+		return rc.HandshakeTime
+	}
+	return rc.ServiceTime
+}
+
+// ServiceTime is how long a worker is held by the attempt it starts
+// serving: its RequestCost (a handshake's, or the request's service_time),
+// or an exponential draw from rng of that mean under service_dist "exp",
+// times factor, the slowdown trigger's factor in force (1 without one).
+func ServiceTime(rc *topology.ReplicaConfig, handshake bool, factor float64, rng *rand.Rand) time.Duration {
+	svc := float64(RequestCost(rc, handshake))
 	if rc.ServiceDist == topology.ServiceExp {
 		svc *= rng.ExpFloat64()
 	}

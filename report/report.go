@@ -50,6 +50,33 @@ type Report struct {
 	Host *Host `json:"host,omitempty"`
 	// Shards, in a report stormsim merge joined, is the shards it joined.
 	Shards *Shards `json:"shards,omitempty"`
+	// Interrupted, in a live report, says that a signal stopped the run
+	// before its end: its figures are of the histories recorded until
+	// then, and it gives no verdict.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+}
+
+// Interruption is how far a live run got before SIGINT or SIGTERM stopped
+// it: the load stopped then, every call open then is pending, and the
+// designs that had not started are not in the report.
+type Interruption struct {
+	Design string   `json:"design"`            // the design whose run the signal stopped
+	AtS    float64  `json:"at_s"`              // how far into that design's run, s
+	NotRun []string `json:"not_run,omitempty"` // designs that never started, or whose judging the signal stopped
+}
+
+// InterruptedBanner is the line a report's summary starts with when a
+// signal stopped its run; "" when none did.
+func (r *Report) InterruptedBanner() string {
+	in := r.Interrupted
+	if in == nil {
+		return ""
+	}
+	s := fmt.Sprintf("INTERRUPTED: a signal stopped this live run %.1f s into design %s (of %g s): the figures are of the histories recorded until then, every call open then is pending, and the run gives no verdict.", in.AtS, in.Design, r.DurationS)
+	if len(in.NotRun) > 0 {
+		s += " Designs not run: " + strings.Join(in.NotRun, ", ") + "."
+	}
+	return s
 }
 
 // VerdictSaturated is Host.Verdict when the live engine fell behind its own

@@ -17,6 +17,12 @@ type RequestTotals struct {
 	RefusedQueue     int64 `json:"refused_queue"`     // attempts refused because the request queue was full
 	RefusedAdmission int64 `json:"refused_admission"` // attempts refused by the admission bucket or the connection rate
 	RefusedBudget    int64 `json:"refused_budget"`    // retries refused by the retry budget
+	// Closed-loop clients only (workload.arrivals = "closed"): handshake
+	// attempts sent, handshakes answered while their client waited, and
+	// attempts a reconnect trigger's restart took out of the queue.
+	Handshakes    int64 `json:"handshakes,omitempty"`
+	Connects      int64 `json:"connects,omitempty"`
+	LostInRestart int64 `json:"lost_in_restart,omitempty"`
 	// ServiceS is the workers' time spent serving; WastedS the part spent
 	// on attempts whose client had left by the time the answer was ready.
 	ServiceS float64 `json:"service_s"`

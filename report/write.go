@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,6 +162,9 @@ func writeTab(w io.Writer, head []string, rows [][]string) error {
 func (r *Report) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", r.Scenario)
+	if s := r.InterruptedBanner(); s != "" {
+		fmt.Fprintf(&b, "> **%s**\n\n", s)
+	}
 	if s := r.SaturationBanner(); s != "" {
 		fmt.Fprintf(&b, "> **%s**\n\n", s)
 	}
@@ -324,10 +329,18 @@ func RunDir(now time.Time, seed uint64) string {
 // an interrupted run leaves nothing half-written. It refreshes dir/latest and
 // returns the run folder. extra may add more files (charts, pages).
 func WriteRun(dir, run string, files map[string][]byte) (string, error) {
+	return WriteRunContext(context.Background(), dir, run, files)
+}
+
+// WriteRunContext is WriteRun stopped when ctx ends (an interrupted run's
+// write has a deadline): the files are written a chunk at a time, and
+// when ctx ends before the folder is renamed into place, the hidden
+// folder is removed and nothing is left.
+func WriteRunContext(ctx context.Context, dir, run string, files map[string][]byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	tmp, err := StageDir(dir, files)
+	tmp, err := stageDir(ctx, dir, files)
 	if err != nil {
 		return "", err
 	}
@@ -343,6 +356,9 @@ func WriteRun(dir, run string, files map[string][]byte) (string, error) {
 			break
 		}
 		final = filepath.Join(dir, fmt.Sprintf("%s-%d", run, i))
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("report: writing %s stopped: %w", final, err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return "", fmt.Errorf("report: %w", err)
@@ -363,17 +379,22 @@ func WriteRun(dir, run string, files map[string][]byte) (string, error) {
 // folder under dir and returns it; the caller renames it into place, so a
 // reader never sees a half-written folder.
 func StageDir(dir string, files map[string][]byte) (string, error) {
+	return stageDir(context.Background(), dir, files)
+}
+
+// stageDir is StageDir stopped when ctx ends, with nothing left.
+func stageDir(ctx context.Context, dir string, files map[string][]byte) (string, error) {
 	tmp, err := os.MkdirTemp(dir, ".partial-")
 	if err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	for name, data := range files {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		p := filepath.Join(tmp, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			os.RemoveAll(tmp)
 			return "", fmt.Errorf("report: %w", err)
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := writeFileContext(ctx, p, files[name]); err != nil {
 			os.RemoveAll(tmp)
 			return "", fmt.Errorf("report: %w", err)
 		}
@@ -383,6 +404,29 @@ func StageDir(dir string, files map[string][]byte) (string, error) {
 		return "", fmt.Errorf("report: %w", err)
 	}
 	return tmp, nil
+}
+
+// writeFileContext writes data to a new file p a MiB at a time, and stops
+// when ctx ends.
+func writeFileContext(ctx context.Context, p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s stopped: %w", filepath.Base(p), err)
+		}
+		n := min(len(data), 1<<20)
+		if _, err := f.Write(data[:n]); err != nil {
+			f.Close()
+			return err
+		}
+		if data = data[n:]; len(data) == 0 {
+			return f.Close()
+		}
+	}
 }
 
 // mdTable writes a Markdown table.

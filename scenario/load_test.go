@@ -170,6 +170,10 @@ func TestBadInput(t *testing.T) {
 		{"admission go-sdk", "[design.x]\nserver=\"go-sdk\"\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.replica]\nadmit_bucket = 10\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.replica.admit_bucket", "go-sdk server does no admission control"}},
 		{"admission ts-sdk", "[design.x]\nserver=\"ts-sdk\"\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.store]\nmemory_cap_bytes = 0\n[scenario.s]\ndesigns=[\"x\"]\n[scenario.s.replica]\naccept_rate = 100.0\n", nil, []string{"t.toml: scenario.s.replica.accept_rate", "ts-sdk server does no admission control"}},
 		{"admission own", "[design.x]\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\nserver.url=\"http://127.0.0.1:1/mcp\"\n[design.x.replica]\nhint_on_503 = true\nmax_conn_rate = 5.0\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.replica.hint_on_503", "t.toml: design.x.replica.max_conn_rate", "a server you bring does no admission control"}},
+		// Closed-loop clients belong to the request workload; the reconnect
+		// trigger and the handshake need them.
+		{"closed sessions", minimal + "[scenario.s.workload]\narrivals = \"closed\"\n", nil, []string{"t.toml: scenario.s.workload.arrivals", `"closed": closed-loop clients are a mode of workload.kind = "requests"`}},
+		{"reconnect open-loop", "[scenario.s]\nreplicas = 1\n[scenario.s.workload]\nkind = \"requests\"\n[scenario.s.replica]\nworkers = 1\nservice_time = \"10ms\"\nhandshake_time = \"20ms\"\n[[scenario.s.faults]]\nkind = \"reconnect\"\nat = \"1s\"\n", nil, []string{`t.toml: scenario.s.faults[0]: kind: "reconnect" drops the connections of closed-loop clients: it needs workload.arrivals = "closed"`, "t.toml: scenario.s.replica.handshake_time", "only closed-loop clients hold connections"}},
 		// Bad drain_close.
 		{"drain close", minimal + "[scenario.s.replica]\ndrain_close = \"never\"\n", nil, []string{"t.toml: scenario.s.replica.drain_close", `"never"`}},
 	}

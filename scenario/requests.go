@@ -25,11 +25,24 @@ const (
 // WorkloadKinds and ArrivalKinds list the valid names.
 var (
 	WorkloadKinds = []string{KindSessions, KindRequests}
-	ArrivalKinds  = []string{"even", "poisson"}
+	ArrivalKinds  = []string{"even", "poisson", ArrivalsClosed}
 )
+
+// ArrivalsClosed makes the request workload closed-loop: workload.clients
+// clients join at arrival_rate a second (evenly spaced); each keeps at
+// most one logical request outstanding, retries it under the client's
+// request keys, and after an answer (or after giving it up) thinks for
+// workload.think (think_dist "fixed" or "exp") before its next one. A
+// client that backs off sends nothing meanwhile. Each client holds a
+// connection: its first request on one is a handshake
+// (replica.handshake_time), and the reconnect trigger drops them all.
+const ArrivalsClosed = "closed"
 
 // Requests reports whether s runs the open-loop request workload.
 func (s *Scenario) Requests() bool { return s.Workload.Kind == KindRequests }
+
+// Closed reports whether s runs the request workload's closed-loop clients.
+func (s *Scenario) Closed() bool { return s.Requests() && s.Workload.Arrivals == ArrivalsClosed }
 
 // requestWorkload checks what the request workload needs and what it
 // cannot carry: one replica, workers and a service time for every design,
@@ -44,6 +57,9 @@ func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) 
 	if w.Arrivals != "" && !slices.Contains(ArrivalKinds, w.Arrivals) {
 		ld.errorf(origin(layers, "workload", "arrivals"), "%q is not one of %v", w.Arrivals, ArrivalKinds)
 	}
+	if w.Arrivals == ArrivalsClosed && !s.Requests() {
+		ld.errorf(origin(layers, "workload", "arrivals"), "%q: closed-loop clients are a mode of workload.kind = %q", w.Arrivals, KindRequests)
+	}
 	for i, f := range s.Faults {
 		_, trig := f.(faults.Trigger)
 		where := fmt.Sprintf("%s.faults[%d]", scLayer.where, i)
@@ -51,7 +67,9 @@ func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) 
 		case trig && !s.Requests():
 			ld.errorf(where, "kind: %q acts on the request workload only (workload.kind = %q)", f.Kind(), KindRequests)
 		case !trig && s.Requests():
-			ld.errorf(where, "kind: %q does not apply to workload.kind = %q (valid there: load-spike, slowdown, capacity-cut, outage)", f.Kind(), KindRequests)
+			ld.errorf(where, "kind: %q does not apply to workload.kind = %q (valid there: load-spike, slowdown, capacity-cut, outage, reconnect)", f.Kind(), KindRequests)
+		case f.Kind() == "reconnect" && !s.Closed():
+			ld.errorf(where, "kind: %q drops the connections of closed-loop clients: it needs workload.arrivals = %q", f.Kind(), ArrivalsClosed)
 		}
 	}
 	if !s.Requests() {
@@ -67,6 +85,9 @@ func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) 
 		}
 		if d.Replica.ServiceTime <= 0 {
 			ld.errorf(origin(all, "replica", "service_time"), "design %s: %v: workload.kind = %q needs a positive service time", d.Name, d.Replica.ServiceTime, KindRequests)
+		}
+		if d.Replica.HandshakeTime > 0 && !s.Closed() {
+			ld.errorf(origin(all, "replica", "handshake_time"), "design %s: %v: only closed-loop clients hold connections to handshake (workload.arrivals = %q)", d.Name, d.Replica.HandshakeTime, ArrivalsClosed)
 		}
 		if d.Own != nil {
 			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs on stormsim's own request server (in either engine), not against a server you bring", d.Name, KindRequests)

@@ -26,6 +26,12 @@ import (
 // decision is protocol's (AdmitRequest, Shed); every client decision is
 // clients' (Abandon, Retry). docs/model.md, "Requests and metastability".
 
+// reqThinkStream keys the closed-loop clients' think times (closed.go),
+// from the design's seed. The arrivals are workload.RequestArrivals, the
+// run's seed alone, the same for every design; service times, backoff
+// jitter and hint spread are workload.RequestDesign, the design's.
+const reqThinkStream = 0x3c6ef372fe94f82b
+
 type reqEvKind uint8
 
 const (
@@ -34,6 +40,8 @@ const (
 	rqTimeout                  // attempt a's client gives up on it
 	rqDone                     // a worker finishes attempt a
 	rqStep                     // faults step i
+	rqCSend                    // closed.go: client req sends attempt n, if its gen is still a
+	rqCNext                    // closed.go: client req's think is over, if its gen is still a
 )
 
 type reqEv struct {
@@ -68,6 +76,7 @@ type reqAttempt struct {
 	n      int16
 	gone   bool // its client gave up on it
 	done   bool // answered: served, shed or refused
+	hs     bool // a closed-loop client's handshake (closed.go)
 }
 
 // Outcomes of a logical request.
@@ -103,6 +112,10 @@ type reqEngine struct {
 
 	t      report.RequestTotals
 	series report.Series
+
+	// The closed-loop clients (closed.go), nil for open-loop arrivals.
+	cl  []closedClient
+	thk *rand.Rand // their think times
 }
 
 // runRequests simulates design d of a request-workload scenario and
@@ -115,8 +128,17 @@ func runRequests(ctx context.Context, sc *scenario.Scenario, d *scenario.Design,
 		step:    int64(sc.Step),
 		workers: d.Replica.Workers, loadF: 1, svcF: 1,
 	}
+	if sc.Closed() {
+		s1, s2 := scenario.DesignSeed(sc.Seed, d.Name)
+		e.thk = rand.New(rand.NewPCG(s1^reqThinkStream, s2))
+		e.cl = []closedClient{}
+	}
 	e.run()
-	return scenario.RequestRow(d, e.series, &e.t, fs)
+	rd := scenario.RequestRow(d, e.series, &e.t, fs)
+	if sc.Closed() {
+		rd.Notes = append(rd.Notes, "workload.arrivals = \"closed\": each client keeps one request outstanding and thinks between requests; goodput counts requests, not handshakes")
+	}
+	return rd
 }
 
 func (e *reqEngine) push(ev reqEv) {
@@ -154,6 +176,14 @@ func (e *reqEngine) run() {
 			e.done(ev.a, ev.svc)
 		case rqStep:
 			e.fault(e.steps[ev.a])
+		case rqCSend:
+			if e.cl[ev.req].gen == ev.a {
+				e.csend(ev.req, ev.n)
+			}
+		case rqCNext:
+			if e.cl[ev.req].gen == ev.a {
+				e.next(ev.req)
+			}
 		}
 	}
 	for _, o := range e.outcome {
@@ -169,14 +199,19 @@ func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 // at is the series index of the current time.
 func (e *reqEngine) at() int { return min(int(e.now/e.step), len(e.series.Goodput)-1) }
 
-// arrive starts a logical request and schedules the next arrival.
+// arrive starts a logical request, or a closed-loop client, and
+// schedules the next arrival.
 func (e *reqEngine) arrive() {
-	id := int32(len(e.outcome))
-	e.outcome = append(e.outcome, reqWaiting)
-	e.prevWait = append(e.prevWait, 0)
-	e.t.Requests++
-	e.arrived++
-	e.send(id, 0)
+	if e.cl != nil {
+		e.join()
+	} else {
+		id := int32(len(e.outcome))
+		e.outcome = append(e.outcome, reqWaiting)
+		e.prevWait = append(e.prevWait, 0)
+		e.t.Requests++
+		e.arrived++
+		e.send(id, 0)
+	}
 	w := e.sc.Workload
 	if e.arrived >= w.Clients {
 		return
@@ -188,34 +223,45 @@ func (e *reqEngine) arrive() {
 
 // send sends attempt n of request req to the server.
 func (e *reqEngine) send(req int32, n int16) {
+	if ans, _, ok := e.enter(req, n, true, false); !ok {
+		if ans.Why == protocol.WhyBudget {
+			e.fail(req)
+			return
+		}
+		e.retry(req, n, ans.RetryHint)
+	}
+}
+
+// enter counts attempt n of req (a request, or a closed-loop client) and
+// puts it in the server's queue, or returns protocol's refusal (ok false).
+// conn: the attempt opens a connection; hs: it is a handshake.
+func (e *reqEngine) enter(req int32, n int16, conn, hs bool) (ans protocol.Answer, a int32, ok bool) {
 	e.t.Attempts++
 	e.series.Attempts[e.at()]++
 	if n > 0 {
 		e.t.Retries++
 		e.series.Reconnects[e.at()]++
 	}
-	ans := e.adm.AdmitRequest(e.rc, e.now, n > 0, len(e.queue), e.rng.Float64)
+	ans = e.adm.AdmitRequest(e.rc, e.now, n > 0, conn, len(e.queue), e.rng.Float64)
 	if ans.Status != 200 {
 		switch ans.Why {
 		case protocol.WhyBudget:
 			e.t.RefusedBudget++
-			e.fail(req)
-			return
 		case protocol.WhyQueueFull:
 			e.t.RefusedQueue++
 		default:
 			e.t.RefusedAdmission++
 		}
-		e.retry(req, n, ans.RetryHint)
-		return
+		return ans, -1, false
 	}
-	a := int32(len(e.att))
-	e.att = append(e.att, reqAttempt{queued: e.now, req: req, n: n})
+	a = int32(len(e.att))
+	e.att = append(e.att, reqAttempt{queued: e.now, req: req, n: n, hs: hs})
 	e.queue = append(e.queue, a)
 	if at, ok := e.cc.Abandon(e.now); ok {
 		e.push(reqEv{at: at, kind: rqTimeout, a: a})
 	}
 	e.dispatch()
+	return ans, a, true
 }
 
 // retry sends the next attempt of req after the client's wait, or gives
@@ -237,6 +283,10 @@ func (e *reqEngine) fail(req int32) {
 
 // timeout abandons attempt a if it is still unanswered.
 func (e *reqEngine) timeout(a int32) {
+	if e.cl != nil {
+		e.ctimeout(a)
+		return
+	}
 	at := &e.att[a]
 	if at.done {
 		return
@@ -256,11 +306,15 @@ func (e *reqEngine) dispatch() {
 			e.t.Shed++
 			if !at.gone {
 				at.done = true
-				e.retry(at.req, at.n, 0)
+				if e.cl != nil {
+					e.cretry(at.req, at.n, 0)
+				} else {
+					e.retry(at.req, at.n, 0)
+				}
 			}
 			continue
 		}
-		d := int64(protocol.ServiceTime(e.rc, e.svcF, e.rng))
+		d := int64(protocol.ServiceTime(e.rc, at.hs, e.svcF, e.rng))
 		e.busy++
 		e.push(reqEv{at: e.now + d, kind: rqDone, a: a, svc: d})
 	}
@@ -273,9 +327,12 @@ func (e *reqEngine) done(a int32, svc int64) {
 	sec := float64(svc) / 1e9
 	e.t.ServiceS += sec
 	at := &e.att[a]
-	if at.gone {
+	switch {
+	case at.gone:
 		e.t.WastedS += sec
-	} else {
+	case e.cl != nil:
+		e.answered(a)
+	default:
 		at.done = true
 		e.t.Completed++
 		e.outcome[at.req] = reqCompleted
@@ -293,6 +350,8 @@ func (e *reqEngine) fault(st faults.Step) {
 		e.svcF = st.Fraction
 	case faults.StepWorkersFactor:
 		e.workers = protocol.Workers(e.rc, st.Fraction)
+	case faults.StepDropConnections:
+		e.dropAll()
 	}
 	e.dispatch()
 }

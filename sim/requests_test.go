@@ -140,7 +140,7 @@ func checkConservation(t *testing.T, where string, d *report.Design) {
 // seconds, on the same engine).
 func TestRequestsDeterminism(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"metastable", "bronson-hotos21"} {
+	for _, name := range []string{"metastable", "bronson-hotos21", "incident-zed-deploy"} {
 		a, _ := run(t, load(t, name)).Report.JSON()
 		b, _ := run(t, load(t, name)).Report.JSON()
 		if !bytes.Equal(a, b) {

@@ -344,6 +344,9 @@ type ReplicaConfig struct {
 	// RetryBudget and RetryBudgetMin are a retry budget as Finagle's: over
 	// the last 10 s at most RetryBudget × first attempts + 10 s ×
 	// RetryBudgetMin retries get in (RetryBudget 0 = no budget).
+	// HandshakeTime is the service of a closed-loop client's handshake, its
+	// first request on a new connection (a TLS negotiation), drawn as
+	// ServiceTime's; 0 = no handshake.
 	Workers        int           `toml:"workers" json:"workers,omitempty"`
 	ServiceTime    time.Duration `toml:"service_time" json:"service_time,omitempty"`
 	ServiceDist    string        `toml:"service_dist" json:"service_dist,omitempty"`
@@ -351,6 +354,7 @@ type ReplicaConfig struct {
 	ShedAfter      time.Duration `toml:"shed_after" json:"shed_after,omitempty"`
 	RetryBudget    float64       `toml:"retry_budget" json:"retry_budget,omitempty"`
 	RetryBudgetMin float64       `toml:"retry_budget_min" json:"retry_budget_min,omitempty"`
+	HandshakeTime  time.Duration `toml:"handshake_time" json:"handshake_time,omitempty"`
 }
 
 // Service-time distributions of the request workload's workers.
@@ -419,6 +423,9 @@ func (c *ReplicaConfig) validateRequests() []error {
 	}
 	if c.ServiceTime < 0 {
 		errs = append(errs, fmt.Errorf("service_time: %v is negative", c.ServiceTime))
+	}
+	if c.HandshakeTime < 0 {
+		errs = append(errs, fmt.Errorf("handshake_time: %v is negative (0: no handshake)", c.HandshakeTime))
 	}
 	if c.ServiceDist != "" && !slices.Contains(ServiceDists, c.ServiceDist) {
 		errs = append(errs, fmt.Errorf("service_dist: %q is not one of %v", c.ServiceDist, ServiceDists))

@@ -84,11 +84,16 @@ func Draw(w *scenario.Workload, p *rand.PCG) (int32, int64) {
 			n = int32(w.EventsMax)
 		}
 	}
-	think := int64(w.Think)
+	return n, Think(w, u2)
+}
+
+// Think is the think time a uniform draw u in [0,1) gives: workload.think,
+// or an exponential with that mean under think_dist "exp".
+func Think(w *scenario.Workload, u float64) int64 {
 	if w.ThinkDist == "exp" {
-		think = int64(-math.Log(1-u2) * float64(w.Think))
+		return int64(-math.Log(1-u) * float64(w.Think))
 	}
-	return n, think
+	return int64(w.Think)
 }
 
 // Pick is a uniform number in [0,1) from (seed, fault, client): a

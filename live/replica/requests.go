@@ -132,7 +132,9 @@ func (s *RequestServer) admit(retry bool) (*attempt, protocol.Answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	ans := s.adm.AdmitRequest(&s.rc, now, retry, len(s.queue), s.rng.Float64)
+	// Every open-loop request opens a connection: the admission bucket and
+	// the connection rate count it.
+	ans := s.adm.AdmitRequest(&s.rc, now, retry, true, len(s.queue), s.rng.Float64)
 	if ans.Status != 200 {
 		switch ans.Why {
 		case protocol.WhyBudget:
@@ -167,7 +169,7 @@ func (s *RequestServer) dispatch() {
 			}
 			continue
 		}
-		a.svc = protocol.ServiceTime(&s.rc, s.svcF, s.rng)
+		a.svc = protocol.ServiceTime(&s.rc, false, s.svcF, s.rng)
 		s.busy++
 		time.AfterFunc(a.svc, func() { s.done(a) })
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -36,22 +37,49 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o
 	if err := r.startClients(ctx); err != nil {
 		return designOut{}, err
 	}
+	interrupted := int64(0)
 	if err := r.storm(ctx); err != nil {
-		return designOut{}, err
+		if opts.Salvage == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			return designOut{}, err
+		}
+		// A signal stopped the load: the histories until then are
+		// collected and judged within what Salvage allows.
+		interrupted, ctx = max(min(r.dr.now(), int64(r.horizon)), 1), opts.Salvage
+	}
+	notKept := func(err error) error {
+		if interrupted == 0 {
+			return err
+		}
+		return &notKeptError{err: err, cause: context.Cause(ctx)}
 	}
 	h, ev, err := r.collect(ctx)
 	if err != nil {
-		return designOut{}, err
+		return designOut{}, notKept(err)
 	}
+	h.Interrupted = interrupted
 	if opts.Judging != nil {
 		opts.Judging(d.Name, len(h.Receipts))
 	}
 	row, res, err := judge(ctx, h, ev)
 	if err != nil {
-		return designOut{}, err
+		return designOut{}, notKept(err)
 	}
 	return designOut{row: row, h: h, res: res, marks: r.marks, started: r.started, clients: len(r.cl), applied: r.fp.serverApplied, tool: r.dr.tool}, nil
 }
+
+// notKeptError is why the histories of a design's run that a signal
+// interrupted could not be kept (Options.Salvage): err, and the end of
+// Salvage (its cause), if it ended.
+type notKeptError struct{ err, cause error }
+
+func (e *notKeptError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("%v (%v)", e.err, e.cause)
+	}
+	return e.err.Error()
+}
+
+func (e *notKeptError) Unwrap() error { return e.err }
 
 // liveRun is one design's run. Each step sets the fields below its name,
 // and reads only what the steps before it set.

@@ -23,9 +23,9 @@ import (
 func hostileBin(t *testing.T) string { return testbin.Build(t, ".", "./testdata/hostile") }
 
 // startHostile starts testdata/hostile, the program exe, in mode on
-// loopback and returns its endpoint and how to stop it.
-func startHostile(exe, mode, other string) (string, func(), error) {
-	cmd := exec.Command(exe, "-listen", "127.0.0.1:0", "-mode", mode, "-other", other)
+// loopback, with flags added, and returns its endpoint and how to stop it.
+func startHostile(exe, mode, other string, flags ...string) (string, func(), error) {
+	cmd := exec.Command(exe, append([]string{"-listen", "127.0.0.1:0", "-mode", mode, "-other", other}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -113,7 +113,10 @@ var hostileModes = []struct {
 		{"redirect-cross", 99, "redirect to another origin", noneCompleted}}, nil},
 	{true, [3]hostileCase{
 		{"retry-overflow", 99, "each was clamped to 10m0s", fewResumes},
-		{"retry-overflow", 99, "failed calls, top causes", sdkResumes},
+		// The SDK reads the hint itself, and its ms-to-Duration product
+		// wraps around: it resumes at once, up to its 5 retries, and the
+		// request-rate guard says so.
+		{"retry-overflow", 99, "request rate: design memory-sticky", sdkResumes},
 		// The proxy clamps the retry field it passes to Node: the SDK waits
 		// a hint out with setTimeout, which takes a delay above 2^31-1 ms
 		// as 1 ms (unclamped, 369 resumes for 20 calls in one run).
@@ -121,19 +124,22 @@ var hostileModes = []struct {
 	{true, [3]hostileCase{
 		{"huge-event", 99, "limits.event_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-event", 99, "failed calls, top causes", noneCompleted},
-		// The proxy passes the SSE stream through: the SDK's call times out
-		// (the note says "call timeout", not the limit).
-		{"huge-event", 99, "failed calls, top causes", noneCompleted}}, nil},
+		// The proxy reads the stream it passes on within the limits.
+		{"huge-event", 99, "limits.event_bytes = 262144 was exceeded", noneCompleted}}, nil},
 	{true, [3]hostileCase{
 		{"endless", 99, "limits.events_per_call = 1000 was exceeded", noneCompleted},
 		// The SDK hands notifications over slower than the server sends
 		// them: the call timeout may end the call first.
 		{"endless", 99, "failed calls, top causes", noneCompleted},
-		{"endless", 99, "failed calls, top causes", noneCompleted}}, nil},
+		{"endless", 99, "limits.events_per_call = 1000 was exceeded", noneCompleted}}, nil},
 	{true, [3]hostileCase{
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-body", 99, "limits.body_bytes = 262144 was exceeded", noneCompleted}}, nil},
+	{false, [3]hostileCase{
+		{"retry-fast", 99, "request rate: design memory-sticky", nil},
+		{"retry-fast", 99, "request rate: design memory-sticky", nil},
+		{"retry-fast", 99, "request rate: design memory-sticky", nil}}, nil},
 	{false, [3]hostileCase{
 		{"unsolicited", 99, "responses to a request never sent (unsolicited)", noneCompleted},
 		{"unsolicited", 99, "failed calls, top causes", noneCompleted},
@@ -149,7 +155,7 @@ var hostileModes = []struct {
 	{false, [3]hostileCase{
 		{"huge-line", 99, "limits.line_bytes = 262144 was exceeded", noneCompleted},
 		{"huge-line", 99, "failed calls, top causes", noneCompleted},
-		{"huge-line", 99, "failed calls, top causes", noneCompleted}}, nil},
+		{"huge-line", 99, "limits.line_bytes = 262144 was exceeded", noneCompleted}}, nil},
 	{false, [3]hostileCase{
 		{"huge-id", 99, "limits.id_bytes = 1024 was exceeded", noneCompleted},
 		{"huge-id", 0, "", nil},        // the go-sdk client keeps only the last id, and the events are within MaxEventSize
@@ -326,6 +332,11 @@ func (r *hostileRun) judge(t *testing.T, c hostileCase, impl string) {
 	d := r.d
 	if c.note != "" && !strings.Contains(strings.Join(d.Notes, "\n"), c.note) {
 		t.Errorf("no note says %q:\n%s", c.note, strings.Join(d.Notes, "\n"))
+	}
+	// The request-rate guard speaks only when a server drives the clients
+	// faster than any backoff.
+	if notes := strings.Join(d.Notes, "\n"); !strings.Contains(c.note, "request rate:") && strings.Contains(notes, "request rate:") {
+		t.Errorf("a request-rate note against mode %s:\n%s", c.mode, notes)
 	}
 	if c.check != nil {
 		c.check(t, d)

@@ -96,6 +96,9 @@ func judge(ctx context.Context, h *history.History, ev *evidence) (report.Design
 	if n := unansweredNote(h); n != "" {
 		row.Notes = append(row.Notes, n)
 	}
+	if n := resumeRateNote(h, d); n != "" {
+		row.Notes = append(row.Notes, n)
+	}
 	ev.iso.fill(&row)
 	ev.replicasNeverReady(&row)
 	if n := row.UnknownNote(); n != "" {

@@ -42,6 +42,8 @@ import (
 // requestRefused is a live request run that cannot be.
 func requestRefused(sc *scenario.Scenario, opts *Options) error {
 	switch {
+	case sc.Closed():
+		return &RefusedError{fmt.Errorf("live: scenario %s: workload.arrivals = %q (closed-loop clients, handshakes, the reconnect trigger) runs in the simulator only (--engine sim); the live engine runs the open-loop arrivals, even or poisson", sc.Name, scenario.ArrivalsClosed)}
 	case opts.Endpoint != "":
 		return &RefusedError{fmt.Errorf("live: scenario %s: workload.kind = %q runs on stormsim's own request server, not against a stormsim up or an endpoint", sc.Name, scenario.KindRequests)}
 	case opts.sharded():
@@ -255,7 +257,7 @@ type outcome struct {
 }
 
 // requestStream keys the streams of a request's backoff jitter.
-const requestStream = 0x3c6ef372fe94f82b
+const requestStream = 0xa54ff53a5f1d36f1
 
 // request lives one logical request: its attempts, until one is
 // answered, the retries run out, the retry budget refuses one, or the run

@@ -93,8 +93,9 @@ func seconds(v *float64) string {
 }
 
 // The request workload runs on stormsim's own request server only: not in
-// shards, not against a stormsim up. Both are refused before anything
-// starts, naming the workload.
+// shards, not against a stormsim up; and its closed-loop clients run in
+// the simulator only. Each is refused before anything starts, naming what
+// is refused.
 func TestLiveRequestsRefused(t *testing.T) {
 	t.Parallel()
 	f, err := scenario.Load("testdata/requests.toml", nil)
@@ -111,5 +112,15 @@ func TestLiveRequestsRefused(t *testing.T) {
 		if !errors.As(err, &refused) || !strings.Contains(err.Error(), `workload.kind = "requests"`) {
 			t.Errorf("options %+v: %v, want a RefusedError naming the workload", o, err)
 		}
+	}
+	f, err = scenario.Load("testdata/requests.toml", &scenario.Options{Set: []string{"workload.arrivals=closed"}, Target: "metastable-short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ = f.Scenario("metastable-short")
+	_, err = Run(context.Background(), sc, nil)
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), `workload.arrivals = "closed"`) {
+		t.Errorf("closed-loop clients: %v, want a RefusedError naming them", err)
 	}
 }

@@ -101,6 +101,15 @@ type Options struct {
 	// nothing: the other shards.
 	ServerFault func(ctx context.Context, f faults.Fault) ([]string, error)
 
+	// Salvage, if set, keeps a run a signal interrupts: when ctx ends
+	// while the clients run, the load stops, and the histories recorded
+	// until then are collected and judged under Salvage (which ends at
+	// the deadline for keeping them) into a report marked Interrupted,
+	// without the designs that had not started. Nil: an interrupted run
+	// returns ctx's error. A signal while a history is judged stops the
+	// judging either way.
+	Salvage context.Context
+
 	host *hostWatch // set by Run: the lateness of this run
 }
 
@@ -245,16 +254,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		if derr := errors.Join(errs...); errors.Is(derr, err) {
-			return nil, derr // it says where the run stopped: judging, say
-		}
-		return nil, fmt.Errorf("live: %w", err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	designs, outs, in, err := settle(ctx, opts, designs, outs, errs)
+	if err != nil {
 		return nil, err
 	}
 	r := scenario.Header(sc, "live")
+	r.Interrupted = in
 	requests := 0
 	for _, o := range outs {
 		requests += len(o.h.Requests)
@@ -292,6 +297,51 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 		}
 	}
 	return out, nil
+}
+
+// settle is the designs of the run that count, their outputs, and, when a
+// signal interrupted the run and Salvage kept it, how far it got; or the
+// run's error. With Salvage, the designs that never started are left out
+// (Interruption.NotRun); a design that started but whose histories could
+// not be kept fails the run, with ctx's error.
+func settle(ctx context.Context, opts *Options, designs []*scenario.Design, outs []designOut, errs []error) ([]*scenario.Design, []designOut, *report.Interruption, error) {
+	err := ctx.Err()
+	if err == nil {
+		return designs, outs, nil, errors.Join(errs...)
+	}
+	derr := errors.Join(errs...)
+	if opts.Salvage == nil {
+		if errors.Is(derr, err) {
+			return nil, nil, nil, derr // it says where the run stopped: judging, say
+		}
+		return nil, nil, nil, fmt.Errorf("live: %w", err)
+	}
+	in := &report.Interruption{}
+	var keptD []*scenario.Design
+	var keptO []designOut
+	for i, d := range designs {
+		var nk *notKeptError
+		switch {
+		case errors.As(errs[i], &nk):
+			return nil, nil, nil, fmt.Errorf("live: %w; the histories recorded until then were not kept: %w", err, nk)
+		case errs[i] == nil:
+			keptD, keptO = append(keptD, d), append(keptO, outs[i])
+			if at := outs[i].h.Interrupted; at > 0 {
+				in.Design, in.AtS = d.Name, time.Duration(at).Seconds()
+			}
+		case errors.Is(errs[i], err):
+			in.NotRun = append(in.NotRun, d.Name) // stopped before its clients ran, or while judged
+		default:
+			return nil, nil, nil, fmt.Errorf("live: %w: %w", err, errs[i])
+		}
+	}
+	if in.Design == "" {
+		if errors.Is(derr, err) {
+			return nil, nil, nil, derr
+		}
+		return nil, nil, nil, fmt.Errorf("live: %w", err)
+	}
+	return keptD, keptO, in, nil
 }
 
 // designOut is what one design's run gives back.

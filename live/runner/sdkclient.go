@@ -74,8 +74,11 @@ type sdkClient struct {
 	sealed    bool               // the history was handed over: record nothing more
 	renewing  bool               // the session being connected replaces one after a failed call
 	events    int32              // notifications the current call received
-	overLimit string             // the cause, once the current call went over limits.events_per_call
+	overLimit string             // the cause, once the current call went over a limit (failOn)
 	stopCall  context.CancelFunc // ends the current call (the limit); nil outside one
+	// ids holds one copy of each session id the requests carry: the
+	// ts-sdk clients' proxy reads a fresh copy from every request.
+	ids history.Interner
 }
 
 func newSDKClient(d *designRun, id int32, tr http.RoundTripper) *sdkClient {
@@ -408,11 +411,17 @@ func (c *sdkClient) limitEvents(seq int32) bool {
 	if c.events++; c.events <= int32(c.d.guard.lim.EventsPerCall) {
 		return true
 	}
+	c.failOn(limEvents)
+	return false
+}
+
+// failOn fails the current call on limit k, once: its cause is the
+// limit's, and stopCall ends it. c.mu is held.
+func (c *sdkClient) failOn(k int) {
 	if c.overLimit == "" && c.stopCall != nil {
-		c.overLimit = c.d.guard.hit(limEvents)
+		c.overLimit = c.d.guard.hit(k)
 		c.stopCall()
 	}
-	return false
 }
 
 // cut drops the open stream, as a native client's cut does: the SDK sees
@@ -462,7 +471,7 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return c.tr.RoundTrip(req)
 	}
 	rec := history.Request{Client: c.id, Seq: c.seq, Attempt: -1, Kind: kind, Cursor: -1, Replica: -1,
-		SessionID: req.Header.Get("Mcp-Session-Id"), BytesOut: int64(len(body))}
+		SessionID: c.ids.Of(req.Header.Get("Mcp-Session-Id")), BytesOut: int64(len(body))}
 	rec.Session = rec.SessionID != ""
 	if kind == clients.ReqCall || kind == clients.ReqResume {
 		rec.Attempt = 0
@@ -508,7 +517,7 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if kind == clients.ReqInitialize {
-		r.SessionID = resp.Header.Get("Mcp-Session-Id")
+		r.SessionID = c.ids.Of(resp.Header.Get("Mcp-Session-Id"))
 	}
 	w := &watched{ReadCloser: resp.Body, c: c, ri: ri, cancel: cancel}
 	resp.Body = w

@@ -226,12 +226,18 @@ func (p *tsProc) proxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	var stream io.Reader = resp.Body
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		checked := p.d.guard.checkSSE(resp.Body, c.streamLimits())
+		defer checked.Close()
+		stream = checked
+	}
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	if rerr, werr := p.d.guard.copyClampingRetry(w, resp.Body); rerr != nil && werr == nil {
-		panic(http.ErrAbortHandler)
+	if rerr, werr := p.d.guard.copyClampingRetry(w, stream); rerr != nil && werr == nil {
+		panic(http.ErrAbortHandler) // a limit, or the server's stream broke: the SDK sees the network fail
 	}
 }
 
@@ -303,6 +309,11 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 		callCtx, cancel = context.WithDeadline(ctx, c.d.t0.Add(time.Duration(deadline)))
 		defer cancel()
 	}
+	callCtx, stop := context.WithCancel(callCtx) // a limit of the proxy's ends the call (failOn)
+	defer stop()
+	c.mu.Lock()
+	c.stopCall = stop
+	c.mu.Unlock()
 	name, args := "stream", any(map[string]any{"events": n - c.d.resultOnly, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes})
 	if o := c.d.own; o != nil {
 		name, args = c.d.tool, o.ToolArguments(int(n), c.d.intervalMS, c.d.sc.Workload.EventBytes)
@@ -327,7 +338,7 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 	var m tsMsg
 	err := c.proc.send(map[string]any{"op": "call", "client": c.id, "seq": seq, "endpoint": endpoint,
 		"name": name, "arguments": args, "token": history.Token(c.id, seq, 0), "renew": renew})
-	timedOut := false
+	timedOut, limit := false, ""
 	// A late outcome of an earlier call given up on is not this call's.
 	mine := func(got tsMsg) bool { m = got; return got.Seq == seq }
 	if err == nil {
@@ -342,9 +353,13 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 				c.finish(-1, 0, clients.CauseNone) // pending
 				return true
 			}
-			// The call timeout: the SDK's request is aborted, and its
-			// outcome is the timeout's whatever the SDK says.
-			timedOut = true
+			// The call timeout, or a limit the proxy's check hit: the
+			// SDK's request is aborted, and its outcome is the timeout's
+			// or the limit's whatever the SDK says.
+			c.mu.Lock()
+			limit = c.overLimit
+			c.mu.Unlock()
+			timedOut = limit == ""
 			c.proc.send(map[string]any{"op": "cancel", "client": c.id, "seq": seq}) //nolint:errcheck // a dead process ends every call
 		after:
 			select {
@@ -359,11 +374,17 @@ func (c *tsClient) call(ctx context.Context, seq, n int32) bool {
 			err = errors.New("the ts-sdk clients' Node process exited")
 		}
 	}
-	if ctx.Err() != nil && !timedOut {
+	c.mu.Lock()
+	c.stopCall = nil
+	c.mu.Unlock()
+	if ctx.Err() != nil && !timedOut && limit == "" {
 		c.finish(-1, 0, clients.CauseNone)
 		return true
 	}
 	outcome, cause, msg := c.outcomeOf(timedOut, err, m, deadline)
+	if limit != "" {
+		outcome, cause, msg = clients.Failed, clients.CauseAbandoned, limit
+	}
 	end := c.now()
 	if timedOut {
 		end = deadline
@@ -418,4 +439,27 @@ func (c *tsClient) receipt(seq int32, progress float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.receive(seq, 0, progress)
+}
+
+// streamLimits are the proxy's checks of a stream of the client's current
+// call: a limit the stream hits, or limits.events_per_call, fails the call
+// with the limit's cause (failOn), as a native client's call fails.
+func (c *tsClient) streamLimits() sseChecks {
+	c.mu.Lock()
+	seq := c.seq
+	c.mu.Unlock()
+	return sseChecks{
+		limit: func(k int) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if seq == c.seq {
+				c.failOn(k)
+			}
+		},
+		event: func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.limitEvents(seq)
+		},
+	}
 }

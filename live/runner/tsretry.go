@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -61,3 +62,68 @@ func (g *guard) clampRetryLine(line []byte) []byte {
 	g.hintsClamped.Add(1)
 	return []byte("retry: " + strconv.FormatInt(d.Milliseconds(), 10) + "\n")
 }
+
+// sseChecks is what checkSSE calls back: limit when the stream went over
+// limits.line_bytes or limits.event_bytes (k, as streamLimit names it),
+// event for each event it read, which says false once the call is over
+// limits.events_per_call.
+type sseChecks struct {
+	limit func(k int)
+	event func() bool
+}
+
+// errOverLimit ends a stream the recording proxy passes on once one of the
+// scenario's limits was exceeded; the call's cause names the limit.
+var errOverLimit = errors.New("a limit of the scenario was exceeded")
+
+// checkSSE is body as the ts-sdk clients' recording proxy passes it on to
+// Node, read at the same time by the native clients' SSE reader within
+// the same limits (sseLimits, but for the id's: the SDK keeps only the last
+// id, as go-sdk's does). Once that reader fails on a limit, or the call is
+// past limits.events_per_call, reading the body fails, which ends the
+// stream to Node: Node gets at most one read past the limit. Close ends
+// the reader.
+func (g *guard) checkSSE(body io.Reader, on sseChecks) io.ReadCloser {
+	pr, pw := io.Pipe()
+	lim := g.sseLimits()
+	lim.ID = 0
+	go func() {
+		rd := sse.NewReaderLimits(pr, lim)
+		for {
+			_, err := rd.Next()
+			if k := streamLimit(err); k >= 0 {
+				on.limit(k)
+				err = errOverLimit
+			} else if err == nil && !on.event() {
+				err = errOverLimit
+			}
+			if err != nil {
+				pr.CloseWithError(err) // the next Write, and so the next Read, fails with it
+				return
+			}
+		}
+	}()
+	return &checkedBody{r: body, pw: pw}
+}
+
+// checkedBody hands what it reads to checkSSE's reader before its caller
+// sees it.
+type checkedBody struct {
+	r  io.Reader
+	pw *io.PipeWriter
+}
+
+func (b *checkedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		if _, werr := b.pw.Write(p[:n]); werr != nil {
+			return 0, werr
+		}
+	}
+	if err != nil {
+		b.pw.CloseWithError(err)
+	}
+	return n, err
+}
+
+func (b *checkedBody) Close() error { return b.pw.Close() }

@@ -16,6 +16,9 @@
 //	retry-overflow  a retry field that overflows a time.Duration in ms, one
 //	                event with an id, then the stream ends; every resume
 //	                gets the same
+//	retry-fast      a retry field of 1 ms, one event with an id, then the
+//	                stream ends; every resume gets the same: clients that
+//	                honour the hint resume far faster than any backoff
 //	redirect-cross  307 to -other, another host
 //	redirect-same   307 to /mcp2 on the same origin, which answers as "ok"
 //	huge-event      one event of short data lines that never ends (up to
@@ -23,7 +26,7 @@
 //	huge-line       one data line of 256 MiB
 //	huge-id         events with 100 KiB ids
 //	huge-body       the result as one JSON body of 256 MiB
-//	huge-session    a 100 KiB Mcp-Session-Id
+//	huge-session    a 100 KiB Mcp-Session-Id (-session-bytes sets its length)
 //	endless         progress notifications without end (up to 10,000,000)
 //	index-2e9       progress 1, then 2,000,000,000, then the result (for
 //	                server.tool.progress = "index")
@@ -50,12 +53,13 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	mode := flag.String("mode", "ok", "how to misbehave")
 	other := flag.String("other", "", "mode redirect-cross: the URL to redirect to")
+	sessionBytes := flag.Int("session-bytes", 100<<10, "mode huge-session: the bytes of x after the session's number")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := &server{mode: *mode, other: *other}
+	s := &server{mode: *mode, other: *other, sessionBytes: *sessionBytes}
 	if s.mode == "gzip-bomb" {
 		s.bomb = gz(strings.Repeat("x", 256<<20))
 	}
@@ -67,9 +71,10 @@ func main() {
 }
 
 type server struct {
-	mode, other string
-	sessions    atomic.Int64
-	bomb        []byte // gzip-bomb: the gzip member of the result's text
+	mode, other  string
+	sessionBytes int // huge-session: how long the session id is, past its number
+	sessions     atomic.Int64
+	bomb         []byte // gzip-bomb: the gzip member of the result's text
 }
 
 // gz is s as one gzip member: members written one after the other
@@ -100,7 +105,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		return
 	case http.MethodGet:
-		if s.mode == "retry-overflow" {
+		if s.mode == "retry-overflow" || s.mode == "retry-fast" {
 			s.overflow(w)
 			return
 		}
@@ -116,7 +121,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	case "initialize":
 		sid := "s" + strconv.FormatInt(s.sessions.Add(1), 10)
 		if s.mode == "huge-session" {
-			sid += strings.Repeat("x", 100<<10)
+			sid += strings.Repeat("x", s.sessionBytes)
 		}
 		w.Header().Set("Mcp-Session-Id", sid)
 		w.Header().Set("Content-Type", "application/json")
@@ -141,7 +146,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request, req *request) {
 	case s.mode == "redirect-same" && r.URL.Path == "/mcp":
 		http.Redirect(w, r, "/mcp2", http.StatusTemporaryRedirect)
 		return
-	case s.mode == "retry-overflow":
+	case s.mode == "retry-overflow" || s.mode == "retry-fast":
 		s.overflow(w)
 		return
 	case s.mode == "gzip-bomb":
@@ -230,8 +235,13 @@ func repeat(w http.ResponseWriter, s string, n int) {
 // overflow sends a retry hint of 18,446,744,073,710 ms, which multiplied
 // out to nanoseconds wraps a time.Duration around to 0.45 ms, and one
 // event with an id, and ends the stream: a client resumes after the hint.
+// In mode retry-fast the hint is 1 ms.
 func (s *server) overflow(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 18446744073710\nid: e1\ndata: \n\n")
+	retry := "18446744073710"
+	if s.mode == "retry-fast" {
+		retry = "1" // 1 ms: a valid hint, far below any backoff
+	}
+	fmt.Fprint(w, "retry: "+retry+"\nid: e1\ndata: \n\n")
 }
