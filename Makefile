@@ -103,11 +103,17 @@ interop: build node ## the real-client × real-server matrix: results/interop/ma
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
-# make test: lint first; then every live/ test under the race detector (real processes, sockets
+# make test: lint first, beside the two npm installs (make -j3: the installs wait on the network,
+# vet on the CPU); then every live/ test under the race detector (real processes, sockets
 # and timers: they run once, raced) in the background, while the rest runs beside it at a lower
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
+# In live/runner, the tests marked `t.Parallel() // make test: see the Makefile's note` run two at
+# a time (go test's -parallel, GOMAXPROCS) once the serial ones are done, so that one's waits on
+# real time overlap another's: the 8 longest of those that neither count the test process's
+# children, look for leftover processes by executable, set the environment, burn CPU on purpose
+# (TestSaturationInjected) nor run Node (the ts-sdk tests, the most load-sensitive).
 # RACED are the tests of sim, cli and plan that run under the race detector (the concurrent paths):
 # they run there only, not a second time without it; calibrate's tests all run raced, once. Each
 # name is anchored, so a test of the same name in another package outside live/ would be skipped
@@ -120,7 +126,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # short seeds (about 120 s, mostly waiting on real time), in the live stage beside the live
 # packages: the stage outside live/ is the longer one (the CLI's and the simulator's CPU-bound tests).
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
-# Its budget is 10 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
+# Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
 LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
@@ -130,7 +136,8 @@ RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEver
 # the sharded run), REST_FIRST in the other (the CLI, the simulator, the README's commands, the charts).
 LIVE_FIRST := ./live/runner/ ./examples/ci/ ./live/interop/ ./live/topo/ ./live/distributed/
 REST_FIRST := ./cli/ ./sim/ ./internal/doccheck/ ./plots/
-test: lint node conformance-deps ## lint, then every test, with the race detector on the concurrent and live packages (under 10 minutes on 2 cores: make test-time)
+test: ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
+	@$(MAKE) --no-print-directory -j3 lint node conformance-deps
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \

@@ -303,6 +303,7 @@ func TestOwnServerFailures(t *testing.T) {
 // message when the scenario is loaded; client drops still work and are
 // reported; the tool is found in tools/list.
 func TestOwnServerTarget(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	abs, _ := filepath.Abs("../../scenarios.toml")

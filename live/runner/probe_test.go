@@ -79,6 +79,7 @@ func leakyServerBin(t *testing.T) string { return testbin.Build(t, "../..", "./e
 // the session that owned them, and every leaked event is one a client of
 // that session was sent.
 func TestIsolationLeakyServer(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	exe := leakyServerBin(t)
 	out := t.TempDir()
 	file, _ := filepath.Abs("../../examples/leaky-example.toml")
@@ -159,6 +160,7 @@ func TestIsolationLeakyServer(t *testing.T) {
 // sampled on the clock (which 500 ms a sample falls in), so they are left
 // out, as is events_leaked, known only with probes.
 func TestIsolationProbesLeaveTotals(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	base := []string{"duration=8s", "drain=4s", "replicas=2", "workload.clients=30", "workload.arrival_rate=30",
 		"workload.calls_per_client=2", "workload.think=300ms", "workload.events_min=10", "workload.events_max=20",
 		`designs=["memory-sticky"]`}

@@ -110,6 +110,7 @@ func TestReconciliation(t *testing.T) {
 // produced for the call attempt STORMSIM_UNDERREPORT_TOKEN names: the
 // reconciliation must name that attempt.
 func TestReconciliationCatchesUnderReport(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	mutant := filepath.Join(testbin.Dir(), "stormsim-underreport")
 	build := exec.Command("go", "build", "-tags", "stormsim_test_underreport", "-o", mutant, "./cmd/stormsim")
 	build.Dir = "../.."

@@ -47,6 +47,7 @@ func load(t testing.TB, name string, sets []string) *scenario.Scenario {
 // conserve events, every request is a vegeta result, and nothing is left
 // running.
 func TestRunInProcess(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	// A 4 s call timeout: calls of 10 to 30 events at 5 a second run 2 to
 	// 6 s, so about half of them time out, most with their stream open.
 	// Half the clients are the go-sdk's, which apply the same timeout.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -518,6 +519,9 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if kind == clients.ReqInitialize {
 		r.SessionID = c.ids.Of(resp.Header.Get("Mcp-Session-Id"))
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = c.d.guard.clampingRetry(resp.Body)
 	}
 	w := &watched{ReadCloser: resp.Body, c: c, ri: ri, cancel: cancel}
 	resp.Body = w

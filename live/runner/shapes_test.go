@@ -333,6 +333,7 @@ away = "200ms"
 // stage's load, its short calls ran past the run's end (dupid: 11 of 20
 // pending) and the client drop found too few streams open (restart: 1 resume).
 func TestOwnServerProgressShapes(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	for _, tc := range []struct {
 		shape  string
 		faults string

@@ -54,6 +54,7 @@ duration = "1s"
 // complaints, from the runner and from the replicas, are in live.log and
 // not on the terminal.
 func TestStoreKilled(t *testing.T) {
+	t.Parallel() // make test: see the Makefile's note on the live stage
 	dir := t.TempDir()
 	file := filepath.Join(dir, "t.toml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(storeKillScenario, "12s")+storeOutage), 0o644); err != nil {

@@ -50,6 +50,44 @@ func (g *guard) copyClampingRetry(w http.ResponseWriter, body io.Reader) (readEr
 	}
 }
 
+// retryClamped is an SSE body as the go-sdk clients read it, with every
+// retry field clamped as copyClampingRetry clamps the ts-sdk clients':
+// the SDK reads the hint itself, and its ms-to-Duration product wraps
+// around, so an overflowing hint passed on made it resume at once, up to
+// its 5 retries. A line longer than the buffer is passed on as it comes.
+type retryClamped struct {
+	io.Closer
+	g       *guard
+	br      *bufio.Reader
+	out     []byte // what the last line left to read
+	err     error
+	atStart bool
+}
+
+func (g *guard) clampingRetry(body io.ReadCloser) io.ReadCloser {
+	return &retryClamped{Closer: body, g: g, br: bufio.NewReaderSize(body, 32<<10), atStart: true}
+}
+
+func (r *retryClamped) Read(p []byte) (int, error) {
+	for len(r.out) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		line, err := r.br.ReadSlice('\n')
+		if r.atStart && err == nil && bytes.HasPrefix(line, []byte("retry:")) {
+			line = r.g.clampRetryLine(line)
+		}
+		r.atStart = err == nil
+		if err != nil && err != bufio.ErrBufferFull {
+			r.err = err
+		}
+		r.out = line
+	}
+	n := copy(p, r.out)
+	r.out = r.out[n:]
+	return n, nil
+}
+
 // clampRetryLine is an SSE "retry:" line with its value clamped to
 // sse.MaxRetry, in ms; the line as it was when its value is not digits or
 // within the bound.
