@@ -41,6 +41,10 @@ type RequestOptions struct {
 	// Now is the time, in nanoseconds since the run's start: the clock of
 	// the admission windows, the retry budget and the queue's ages.
 	Now func() int64
+	// Late, if set, is told how late each service's timer fired, in
+	// nanoseconds: the host's lateness, which says whether the machine
+	// kept up with the workers it stands for.
+	Late func(ns int64)
 }
 
 // RequestCounts are what a RequestServer did, for the run's report and
@@ -63,8 +67,9 @@ type RequestCounts struct {
 // RequestServer is the request workload's server, an http.Handler. Its
 // options are fixed at creation; mu guards the rest.
 type RequestServer struct {
-	rc  topology.ReplicaConfig
-	now func() int64
+	rc   topology.ReplicaConfig
+	now  func() int64
+	late func(ns int64)
 
 	mu      sync.Mutex
 	rng     *rand.Rand
@@ -85,11 +90,12 @@ type attempt struct {
 	answered bool                 // served or shed while its client waited
 	ready    chan protocol.Answer // served, or shed
 	svc      time.Duration        // its service time, once a worker took it
+	due      int64                // when its service ends, on the run's clock
 }
 
 // NewRequestServer is a server of o.Replica.Workers workers, all serving.
 func NewRequestServer(o *RequestOptions) *RequestServer {
-	return &RequestServer{rc: o.Replica, now: o.Now, rng: o.RNG, workers: o.Replica.Workers, svcF: 1}
+	return &RequestServer{rc: o.Replica, now: o.Now, late: o.Late, rng: o.RNG, workers: o.Replica.Workers, svcF: 1}
 }
 
 // ServeHTTP answers one attempt: a refusal at once, or, once admitted to
@@ -170,6 +176,7 @@ func (s *RequestServer) dispatch() {
 			continue
 		}
 		a.svc = protocol.ServiceTime(&s.rc, false, s.svcF, s.rng)
+		a.due = s.now() + int64(a.svc)
 		s.busy++
 		time.AfterFunc(a.svc, func() { s.done(a) })
 	}
@@ -182,6 +189,9 @@ func (s *RequestServer) done(a *attempt) {
 	defer s.mu.Unlock()
 	if s.closed {
 		return
+	}
+	if s.late != nil {
+		s.late(s.now() - a.due)
 	}
 	s.busy--
 	s.c.ServiceNS += int64(a.svc)

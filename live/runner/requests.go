@@ -175,7 +175,8 @@ func (rr *requestRun) listen() error {
 	}
 	rr.srv = replica.NewRequestServer(&replica.RequestOptions{
 		Replica: rr.d.Replica, RNG: workload.RequestDesign(rr.sc.Seed, rr.d.Name),
-		Now: func() int64 { return int64(time.Since(rr.t0)) },
+		Now:  func() int64 { return int64(time.Since(rr.t0)) },
+		Late: rr.host.timer,
 	})
 	rr.hs = &http.Server{Handler: rr.srv, ReadHeaderTimeout: 10 * time.Second}
 	go rr.hs.Serve(ln) //nolint:errcheck // ends with Close
