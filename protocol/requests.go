@@ -82,7 +82,7 @@ func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry, c
 	if rc.RequestQueue > 0 && queued >= rc.RequestQueue {
 		full := Answer{Status: 503, Why: WhyQueueFull}
 		if rc.HintOn503 {
-			full.RetryHint = Hint(rc.RetryHint, rc.RetryHintSpread, rnd)
+			full.RetryHint = RetryAfter(Hint(rc.RetryHint, rc.RetryHintSpread, rnd))
 		}
 		return full
 	}

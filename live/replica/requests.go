@@ -150,7 +150,6 @@ func (s *RequestServer) admit(retry bool) (*attempt, protocol.Answer) {
 		default:
 			s.c.RefusedAdmission++
 		}
-		ans.RetryHint = protocol.RetryAfter(ans.RetryHint)
 		return nil, ans
 	}
 	a := &attempt{queued: now, ready: make(chan protocol.Answer, 1)}
