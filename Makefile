@@ -111,7 +111,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # starving them. Every stage runs even when one fails, and make exits 2 at the end if any did.
 # In live/runner, the tests marked `t.Parallel() // make test: see the Makefile's note` run two at
 # a time (go test's -parallel, GOMAXPROCS) once the serial ones are done, so that one's waits on
-# real time overlap another's: the 8 longest of those that neither count the test process's
+# real time overlap another's: the longest of those that neither count the test process's
 # children, look for leftover processes by executable, set the environment, burn CPU on purpose
 # (TestSaturationInjected) nor run Node (the ts-sdk tests, the most load-sensitive).
 # RACED are the tests of sim, cli and plan that run under the race detector (the concurrent paths):

@@ -170,6 +170,12 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 			a.add(Row{Design: ld.Name, Metric: "design", Verdict: Disagree, Note: "missing in the simulator's report"})
 			continue
 		}
+		if sd.Requests != nil || ld.Requests != nil { // the request workload (requests.go)
+			for _, r := range requestRows(ld.Name, []run{{sd, sim.Faults}}, []run{{&ld, live.Faults}}, tol) {
+				a.add(r)
+			}
+			continue
+		}
 		for _, f := range fractions {
 			a.add(compareFraction(f, sd, &ld, tol))
 		}
@@ -348,6 +354,10 @@ func CompareRepeats(sims, lives []*report.Report, tol map[string]float64) *Agree
 	a := Compare(ps, pl, tol)
 	a.Repeats = len(lives)
 	for i, r := range a.Rows {
+		if r.Metric == requestMetrics[0] { // the request rows, over every seed
+			copy(a.Rows[i:], requestRows(r.Design, runsOf(sims, r.Design), runsOf(lives, r.Design), tol))
+			continue
+		}
 		if r.Metric != "store_peak_mib" {
 			continue
 		}

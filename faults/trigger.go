@@ -6,9 +6,10 @@ import (
 )
 
 // Triggers of the open-loop request workload: each holds for a window and
-// then ends. They act on the request engine's load and workers only, so
+// then ends. They act on the request workload's load and workers only, so
 // the loader accepts them with workload.kind = "requests" alone, and that
-// workload accepts no other kind (Trigger).
+// workload accepts no other kind (Trigger). The simulator's request
+// engine and the live request server apply them alike.
 //
 //	[[scenario.NAME.faults]]
 //	kind = "outage"        # or load-spike, slowdown, capacity-cut (reconnect: at only)
@@ -203,8 +204,11 @@ func describeTrigger(s Step) (string, bool) {
 	return "", false
 }
 
-// LiveKinds are the registered kinds the live engine applies, sorted: every
-// kind but the request workload's triggers, which only the simulator runs.
+// LiveKinds are the registered kinds a live topology of the session
+// workload applies (a scenario run's, stormsim up's through stormsim
+// fault), sorted: every kind but the request workload's triggers. Those
+// the live engine applies on its request server and its arrivals
+// (live/runner/requests.go), where a stormsim up has neither.
 func LiveKinds() []string {
 	var out []string
 	for _, k := range Kinds() {

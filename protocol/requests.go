@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
@@ -80,7 +82,7 @@ func (s *Admission) AdmitRequest(rc *topology.ReplicaConfig, now int64, retry, c
 	if rc.RequestQueue > 0 && queued >= rc.RequestQueue {
 		full := Answer{Status: 503, Why: WhyQueueFull}
 		if rc.HintOn503 {
-			full.RetryHint = Hint(rc.RetryHint, rc.RetryHintSpread, rnd)
+			full.RetryHint = RetryAfter(Hint(rc.RetryHint, rc.RetryHintSpread, rnd))
 		}
 		return full
 	}
@@ -114,3 +116,33 @@ func RequestCost(rc *topology.ReplicaConfig, handshake bool) time.Duration {
 	}
 	return rc.ServiceTime
 }
+
+// ServiceTime is how long a worker is held by the attempt it starts
+// serving: its RequestCost (a handshake's, or the request's service_time),
+// or an exponential draw from rng of that mean under service_dist "exp",
+// times factor, the slowdown trigger's factor in force (1 without one).
+func ServiceTime(rc *topology.ReplicaConfig, handshake bool, factor float64, rng *rand.Rand) time.Duration {
+	svc := float64(RequestCost(rc, handshake))
+	if rc.ServiceDist == topology.ServiceExp {
+		svc *= rng.ExpFloat64()
+	}
+	return time.Duration(int64(svc * factor))
+}
+
+// Workers is how many of the replica's workers serve while a capacity cut
+// (or an outage, keep 0) leaves keep of them: the nearest whole number. A
+// worker over the count finishes the request it serves first.
+func Workers(rc *topology.ReplicaConfig, keep float64) int {
+	return int(math.Round(float64(rc.Workers) * keep))
+}
+
+// WhyShed is the Why of an attempt the server shed for its age.
+const WhyShed = "shed: waited longer than shed_after"
+
+// ShedAnswer is what a shed attempt's client, if it still waits, gets at
+// once: 503, so that it retries (or gives up) without waiting out its
+// timeout.
+func ShedAnswer() Answer { return Answer{Status: 503, Why: WhyShed} }
+
+// ServedAnswer is what the client of an attempt a worker served gets.
+func ServedAnswer() Answer { return Answer{Status: 200} }

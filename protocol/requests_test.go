@@ -65,6 +65,12 @@ func TestRequestQueueAndShed(t *testing.T) {
 	if Shed(&rc, int64(time.Second), 0) || !Shed(&rc, int64(time.Second)+1, 0) {
 		t.Error("shed_after 1s: want kept at 1 s of age and shed beyond")
 	}
+	// A full queue's hint is the whole seconds Retry-After carries, in
+	// both engines (RetryAfter).
+	rc.HintOn503, rc.RetryHint = true, 300*time.Millisecond
+	if a := s.AdmitRequest(&rc, 0, false, true, 5, zero); a.RetryHint != time.Second {
+		t.Errorf("full queue's hint %v for a retry_hint of 300ms, want 1s (Retry-After's whole seconds)", a.RetryHint)
+	}
 }
 
 // The admission bucket gates attempts that open a connection (a

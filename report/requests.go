@@ -173,3 +173,40 @@ func (d *Design) requestMetric(name string) (*float64, bool) {
 	}
 	return nil, false
 }
+
+// GoodputCounts are the completions around a fault's trigger, by the
+// windows GoodputRecovery reads: Pre over the BaselineWindowS seconds
+// before it (PreS seconds of them), After from the end of the trigger
+// until arrivals stop (AfterS seconds).
+type GoodputCounts struct {
+	Pre, After   int64
+	PreS, AfterS float64
+}
+
+// GoodputAround is f's GoodputCounts in s; false when s has no goodput or
+// either window is empty.
+func GoodputAround(s *Series, f Fault) (GoodputCounts, bool) {
+	step := s.StepS
+	if step <= 0 {
+		step = 1
+	}
+	g := s.Goodput
+	judge := len(g)
+	if s.JudgeUntilS > 0 {
+		judge = min(judge, int(math.Round(s.JudgeUntilS/step)))
+	}
+	at, until := int(f.AtS/step), int(math.Ceil(f.UntilS/step))
+	lo := max(0, at-max(int(BaselineWindowS/step), 1))
+	if g == nil || at >= judge || at <= lo || until >= judge {
+		return GoodputCounts{}, false
+	}
+	var c GoodputCounts
+	for _, x := range g[lo:at] {
+		c.Pre += x
+	}
+	for _, x := range g[until:judge] {
+		c.After += x
+	}
+	c.PreS, c.AfterS = float64(at-lo)*step, float64(judge-until)*step
+	return c, true
+}

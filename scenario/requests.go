@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/stormsim/stormsim/faults"
+	"github.com/stormsim/stormsim/report"
 )
 
 // Workload kinds.
@@ -16,8 +17,8 @@ const (
 	// requests a second (at most clients of them), no session set-up,
 	// served by the design's replica.workers for replica.service_time, the
 	// client's per-attempt request_timeout and request_retries, and the
-	// triggers of faults/trigger.go. The simulator runs it; the live engine
-	// refuses it.
+	// triggers of faults/trigger.go. Both engines run it: the live engine
+	// on its own request server (live/replica/requests.go).
 	KindRequests = "requests"
 )
 
@@ -89,7 +90,35 @@ func (ld *loader) requestWorkload(s *Scenario, layers []*layer, scLayer *layer) 
 			ld.errorf(origin(all, "replica", "handshake_time"), "design %s: %v: only closed-loop clients hold connections to handshake (workload.arrivals = %q)", d.Name, d.Replica.HandshakeTime, ArrivalsClosed)
 		}
 		if d.Own != nil {
-			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs in the simulator only, not against a server", d.Name, KindRequests)
+			ld.errorf(origin(all, "server"), "design %s: workload.kind = %q runs on stormsim's own request server (in either engine), not against a server you bring", d.Name, KindRequests)
 		}
 	}
+}
+
+// RequestSeries is an empty series for a run of the request workload s,
+// one step of s.Step to the horizon, as both engines fill it: Goodput,
+// Attempts, and Reconnects holding the retries; the session series stay 0.
+func RequestSeries(s *Scenario) report.Series {
+	step := int64(s.Step)
+	n := int((int64(Horizon(s)) + step - 1) / step)
+	return report.Series{
+		StepS:         s.Step.Seconds(),
+		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
+		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
+		Goodput: make([]int64, n), Attempts: make([]int64, n), JudgeUntilS: s.Duration.Seconds(),
+	}
+}
+
+// RequestRow is the report row of design d's run of the request workload,
+// from its series and totals, with the recovery after each of fs: the
+// one row both engines write.
+func RequestRow(d *Design, series report.Series, t *report.RequestTotals, fs []report.Fault) report.Design {
+	rd := report.Design{
+		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
+		Profile: d.Client.Profile, Era: d.Era, Series: series, Requests: t,
+		ReplayLatencyMS: report.Summarise(nil), RecoveryLatencyMS: report.Summarise(nil),
+	}
+	rd.Notes = append(rd.Notes, "workload.kind = \"requests\": single requests with no session; the session totals and latencies do not apply (0), the requests block and the goodput series hold the run")
+	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
+	return rd
 }

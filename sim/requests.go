@@ -13,6 +13,7 @@ import (
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // The open-loop request workload (workload.kind = "requests"): single
@@ -25,14 +26,11 @@ import (
 // decision is protocol's (AdmitRequest, Shed); every client decision is
 // clients' (Abandon, Retry). docs/model.md, "Requests and metastability".
 
-// Streams of the request workload: arrivals are drawn from the run's
-// seed alone, so every design sees the same arrivals; service times and
-// backoff jitter from the design's own stream.
-const (
-	reqArrivalStream = 0x6a09e667f3bcc909
-	reqDesignStream  = 0xbb67ae8584caa73b
-	reqThinkStream   = 0x3c6ef372fe94f82b
-)
+// reqThinkStream keys the closed-loop clients' think times (closed.go),
+// from the design's seed. The arrivals are workload.RequestArrivals, the
+// run's seed alone, the same for every design; service times, backoff
+// jitter and hint spread are workload.RequestDesign, the design's.
+const reqThinkStream = 0x3c6ef372fe94f82b
 
 type reqEvKind uint8
 
@@ -123,29 +121,23 @@ type reqEngine struct {
 // runRequests simulates design d of a request-workload scenario and
 // returns its report row.
 func runRequests(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, steps []faults.Step, fs []report.Fault) report.Design {
-	s1, s2 := scenario.DesignSeed(sc.Seed, d.Name)
 	e := &reqEngine{
 		ctx: ctx, sc: sc, rc: &d.Replica, cc: &d.Client, steps: steps,
-		arr:     rand.New(rand.NewPCG(sc.Seed^reqArrivalStream, reqArrivalStream)),
-		rng:     rand.New(rand.NewPCG(s1^reqDesignStream, s2)),
+		arr:     workload.RequestArrivals(sc.Seed),
+		rng:     workload.RequestDesign(sc.Seed, d.Name),
 		step:    int64(sc.Step),
 		workers: d.Replica.Workers, loadF: 1, svcF: 1,
 	}
 	if sc.Closed() {
+		s1, s2 := scenario.DesignSeed(sc.Seed, d.Name)
 		e.thk = rand.New(rand.NewPCG(s1^reqThinkStream, s2))
 		e.cl = []closedClient{}
 	}
 	e.run()
-	rd := report.Design{
-		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
-		Profile: d.Client.Profile, Era: d.Era, Series: e.series, Requests: &e.t,
-		ReplayLatencyMS: report.Summarise(nil), RecoveryLatencyMS: report.Summarise(nil),
-	}
-	rd.Notes = append(rd.Notes, "workload.kind = \"requests\": single requests with no session; the session totals and latencies do not apply (0), the requests block and the goodput series hold the run")
+	rd := scenario.RequestRow(d, e.series, &e.t, fs)
 	if sc.Closed() {
 		rd.Notes = append(rd.Notes, "workload.arrivals = \"closed\": each client keeps one request outstanding and thinks between requests; goodput counts requests, not handshakes")
 	}
-	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
 	return rd
 }
 
@@ -159,13 +151,7 @@ func (e *reqEngine) push(ev reqEv) {
 func (e *reqEngine) run() {
 	sc := e.sc
 	horizon := int64(scenario.Horizon(sc))
-	n := int((horizon + e.step - 1) / e.step)
-	e.series = report.Series{
-		StepS:         sc.Step.Seconds(),
-		ActiveStreams: make([]int64, n), Reconnects: make([]int64, n), SessionRequests: make([]int64, n),
-		HTTP404: make([]int64, n), EventsLost: make([]int64, n), StoreOps: make([]int64, n), StoreBytes: make([]int64, n),
-		Goodput: make([]int64, n), Attempts: make([]int64, n), JudgeUntilS: sc.Duration.Seconds(),
-	}
+	e.series = scenario.RequestSeries(sc)
 	for i, st := range e.steps {
 		e.push(reqEv{at: int64(st.At), kind: rqStep, a: int32(i)})
 	}
@@ -230,11 +216,7 @@ func (e *reqEngine) arrive() {
 	if e.arrived >= w.Clients {
 		return
 	}
-	gap := 1e9 / (w.ArrivalRate * e.loadF)
-	if w.Arrivals == "poisson" {
-		gap *= e.arr.ExpFloat64()
-	}
-	if next := e.now + int64(gap); next < int64(e.sc.Duration) {
+	if next := e.now + workload.RequestGap(&w, e.loadF, e.arr); next < int64(e.sc.Duration) {
 		e.push(reqEv{at: next, kind: rqArrive})
 	}
 }
@@ -332,11 +314,7 @@ func (e *reqEngine) dispatch() {
 			}
 			continue
 		}
-		svc := float64(protocol.RequestCost(e.rc, at.hs))
-		if e.rc.ServiceDist == topology.ServiceExp {
-			svc *= e.rng.ExpFloat64()
-		}
-		d := int64(svc * e.svcF)
+		d := int64(protocol.ServiceTime(e.rc, at.hs, e.svcF, e.rng))
 		e.busy++
 		e.push(reqEv{at: e.now + d, kind: rqDone, a: a, svc: d})
 	}
@@ -371,7 +349,7 @@ func (e *reqEngine) fault(st faults.Step) {
 	case faults.StepServiceFactor:
 		e.svcF = st.Fraction
 	case faults.StepWorkersFactor:
-		e.workers = int(math.Round(float64(e.rc.Workers) * st.Fraction))
+		e.workers = protocol.Workers(e.rc, st.Fraction)
 	case faults.StepDropConnections:
 		e.dropAll()
 	}

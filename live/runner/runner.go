@@ -206,15 +206,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if opts == nil {
 		opts = &Options{}
 	}
-	if sc.Requests() {
-		return nil, fmt.Errorf("live: scenario %s: workload.kind = %q runs in the simulator only (--engine sim)", sc.Name, scenario.KindRequests)
-	}
 	designs, err := sc.Select(opts.Designs)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	if len(designs) == 0 {
 		return nil, scenario.ErrNoDesigns
+	}
+	if sc.Requests() {
+		return runRequests(ctx, sc, designs, opts) // requests.go
 	}
 	if opts.RedisAddr != "" {
 		if err := storeFaultsRefused(sc, designs); err != nil {
