@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -145,6 +146,18 @@ func (c *controller) mux() *http.ServeMux {
 		c.b.CheckHealth(c.ctx, Health{Interval: r.Interval, Threshold: r.Threshold, Path: r.Path, OnChange: c.healthChanged})
 		return nil
 	}))
+	// The LB's own profiles (go tool pprof), behind the token like the rest:
+	// where the CPU of a process that moves every event goes.
+	m.HandleFunc("GET /debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		if c.authorized(w, r) {
+			pprof.Index(w, r)
+		}
+	})
+	m.HandleFunc("GET /debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
+		if c.authorized(w, r) {
+			pprof.Profile(w, r)
+		}
+	})
 	m.HandleFunc("GET "+pathPool, func(w http.ResponseWriter, r *http.Request) {
 		if !c.authorized(w, r) {
 			return
