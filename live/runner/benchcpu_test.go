@@ -38,7 +38,7 @@ func startCPUWatch() *cpuWatch {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		tick := time.NewTicker(200 * time.Millisecond)
+		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			w.sample()
@@ -54,15 +54,9 @@ func startCPUWatch() *cpuWatch {
 
 // sample reads every child's CPU time once.
 func (w *cpuWatch) sample() {
-	me := os.Getpid()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range ownChildren() {
 		ppid, sec, ok := statCPU(pid)
-		if !ok || ppid != me {
+		if !ok || ppid != os.Getpid() {
 			continue
 		}
 		w.mu.Lock()
@@ -74,6 +68,27 @@ func (w *cpuWatch) sample() {
 		w.last[pid] = p
 		w.mu.Unlock()
 	}
+}
+
+// ownChildren lists this process's children from /proc/self/task/*/children,
+// which names the children each thread forked: a few files, where a scan of
+// /proc would read every process on the machine and charge it to the
+// clients' CPU.
+func ownChildren() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // stop ends the sampling and returns the CPU seconds by process: clients
