@@ -188,7 +188,7 @@ bench-1m: ## deploy-restart at 1,000,000 clients beside 100,000 (each a child pr
 
 bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark, calibrate's rates and latencies
 	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
-	$(MEASURE) -make bench-live bench-live-streams -- $(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 60m ./live/runner/
+	$(MEASURE) -make bench-live bench-live-streams -- $(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 30m ./live/runner/
 	$(MEASURE) -make bench-live bench-live-calibrate -- $(GO) test -run '^$$' -bench BenchmarkCalibrateRedis -benchtime 1x -count 3 ./calibrate/
 
 # make host-lateness: how late an ordinary live run (live-smoke as make live runs it) runs on this

@@ -217,3 +217,15 @@ func (b *Balancer) probed(h Health, slot int, proxy *httputil.ReverseProxy, why 
 		h.OnChange(slot, up, msg)
 	}
 }
+
+// Pool reports, for every slot, whether the balancer routes new requests
+// to it (InPool).
+func (b *Balancer) Pool() []bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]bool, len(b.backends))
+	for i := range out {
+		out[i] = view{b}.InPool(i)
+	}
+	return out
+}

@@ -1,12 +1,18 @@
-// Package lb is the live engine's load balancer: an in-process reverse proxy
-// on loopback that routes with the same topology.Policy code the simulator
+// Package lb is the live engine's load balancer: a reverse proxy on
+// loopback that routes with the same topology.Policy code the simulator
 // uses, flushes every SSE event through at once, knows which replicas are
 // draining or down (after a health-check delay), answers 503 when none is
 // up, and carries out the network faults: cut every connection to a
 // replica, partition it, add latency.
 //
+// A live topology runs it as a process of its own (Serve, behind `stormsim
+// lb`), so that the LB and the clients do not share one process's open
+// files, and drives it over the process's control endpoint (Remote):
+//
 //	b := lb.New(policy, []string{"http://127.0.0.1:4001", ...}, nil)
-//	http.ListenAndServe("127.0.0.1:4000", b)
+//	http.ListenAndServe("127.0.0.1:4000", b) // in the process
+//	r := lb.NewRemote(control, token)        // in the topology
+//	r.Partition(ctx, 1, true)
 package lb
 
 import (

@@ -3,104 +3,199 @@ package runner
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/report"
 )
 
-// BenchmarkLiveStreams measures what the live engine holds on this machine:
-// memory-sticky with 3 replicas behind the proxy, every client one call of
-// 62 events at 1 event/s. For each level of concurrent streams it counts the
-// streams that got at least 99% of their events within 1 s of production
-// over the call's 60 s and more, and the CPU time (this process: clients and
-// LB; the replicas: reaped children) per delivered event. At the highest
-// At the level that held the most streams it then cuts every stream at once
-// and times how long the reconnect storm takes to absorb: from the cut to the
-// first new event of the last stream to recover.
+// BenchmarkLiveStreams finds the most concurrent streams the live engine
+// holds on this machine: memory-sticky with 3 replicas behind the LB (a
+// process of its own), every client one call of 62 events at 1 event/s. A
+// level is held when every stream offered at it got at least 99% of its
+// events within 1 s of production. The benchmark bisects between a low and
+// a high level (STORMSIM_BENCH_STREAMS, default 2000..12000; the high one
+// is taken as not held) down to STORMSIM_BENCH_STEP streams (default 1000),
+// one run per level tried, then runs the level held once more with every
+// stream cut at once (a client-drop of all of them) and times the storm's
+// absorption: from the cut to the first new event of the last stream to
+// recover, of which the clients' own backoff, 1 s + U(0, 1 s), is a part.
 //
-// STORMSIM_BENCH_STREAMS sets the levels (default 1000,2000,3000,4000,5000:
-// each stream holds three sockets in this process, the clients' end and the
-// LB's two, so the 20,000 open files a process gets here cap a level at
-// about 6,500).
+// For the level held it prints the CPU time per delivered event, split by
+// process (this process: the clients and the runner; the LB; each replica;
+// Redis, when the design has one), read from /proc/PID/stat of every child
+// while it runs, and the host's lateness (the run's host block, its
+// saturation verdict included). STORMSIM_BENCH_EVENTS shortens the calls
+// (at least 10 events) for a quick check.
+//
+// The open files a process may have cap a level: the clients hold one
+// socket per stream, the LB two (one each side), so 20,000 files fit about
+// 9,900 streams in the LB's process.
 func BenchmarkLiveStreams(b *testing.B) {
-	raiseNoFile(b)
-	levels := []int{1000, 2000, 3000, 4000, 5000}
-	if v := os.Getenv("STORMSIM_BENCH_STREAMS"); v != "" {
-		levels = nil
-		for _, s := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n <= 0 {
-				b.Fatalf("STORMSIM_BENCH_STREAMS: %q is not a list of positive counts", v)
-			}
-			levels = append(levels, n)
-		}
-	}
+	lo, hi, step, events := benchSettings(b)
 	for range b.N {
-		best, bestN := 0, levels[0]
-		for _, n := range levels {
-			held, total, cpuPerEv, _ := benchRun(b, n, false)
-			fmt.Printf("streams %6d: held %6d (%.1f%%) with >=99%% of events within 1 s; CPU %.1f µs per delivered event\n",
-				n, held, 100*float64(held)/float64(total), cpuPerEv*1e6)
-			b.ReportMetric(float64(held), fmt.Sprintf("held@%d", n))
-			b.ReportMetric(cpuPerEv*1e6, fmt.Sprintf("cpu-µs/event@%d", n))
-			if held > best {
-				best, bestN = held, n
+		fmt.Printf("bisecting streams held between %d and %d (taken as not held), to %d; calls of %d events at 1 event/s\n", lo, hi, step, events)
+		best := benchRun(b, lo, events, false)
+		if !best.held() {
+			fmt.Printf("the low level, %d streams, was not held: lower STORMSIM_BENCH_STREAMS\n", lo)
+			b.ReportMetric(0, "streams-held")
+			continue
+		}
+		for l, h := lo, hi; h-l > step; {
+			mid := l + max((h-l)/2/step, 1)*step
+			if r := benchRun(b, mid, events, false); r.held() {
+				l, best = mid, r
+			} else {
+				h = mid
 			}
 		}
-		b.ReportMetric(float64(best), "streams-held")
-		fmt.Printf("most streams held: %d (of %d)\n", best, bestN)
-		n := bestN
-		_, _, _, storm := benchRun(b, n, true)
-		fmt.Printf("storm of %d reconnects: absorbed in %.2f s (recovery p50 %.2f s, p99 %.2f s)\n", n, storm[2], storm[0], storm[1])
-		b.ReportMetric(storm[2], "storm-absorb-s")
+		fmt.Printf("streams held: %d\n", best.n)
+		best.print()
+		b.ReportMetric(float64(best.n), "streams-held")
+		best.reportMetrics(b)
+		storm := benchRun(b, best.n, events, true)
+		fmt.Printf("storm of %d reconnects at %d streams: absorbed in %.2f s (recovery p50 %.2f s, p99 %.2f s)\n",
+			storm.stormCut, best.n, storm.storm[2], storm.storm[0], storm.storm[1])
+		b.ReportMetric(storm.storm[2], "storm-absorb-s")
 	}
 }
 
-// benchRun runs one level: n clients arriving over 10 s. With storm, every
-// open stream is cut at 40 s. It returns the streams held, the calls, the
-// CPU seconds per delivered event, and the storm's recovery p50, p99 and
-// max in seconds.
-func benchRun(b *testing.B, n int, storm bool) (int, int, float64, [3]float64) {
+// benchSettings reads the benchmark's settings from the environment.
+func benchSettings(b *testing.B) (lo, hi, step, events int) {
+	lo, hi, step, events = 2000, 12000, 1000, 62
+	if v := os.Getenv("STORMSIM_BENCH_STREAMS"); v != "" {
+		a, c, ok := strings.Cut(v, "..")
+		var err1, err2 error
+		lo, err1 = strconv.Atoi(strings.TrimSpace(a))
+		hi, err2 = strconv.Atoi(strings.TrimSpace(c))
+		if !ok || err1 != nil || err2 != nil || lo <= 0 || hi <= lo {
+			b.Fatalf("STORMSIM_BENCH_STREAMS=%q: want LOW..HIGH, two counts with 0 < LOW < HIGH", v)
+		}
+	}
+	if v := os.Getenv("STORMSIM_BENCH_STEP"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("STORMSIM_BENCH_STEP=%q: want a positive count of streams", v)
+		}
+		step = n
+	}
+	if v := os.Getenv("STORMSIM_BENCH_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			b.Fatalf("STORMSIM_BENCH_EVENTS=%q: want a count of at least 10 events per call", v)
+		}
+		events = n
+	}
+	return lo, hi, step, events
+}
+
+// levelResult is one run of the benchmark at n streams.
+type levelResult struct {
+	n, calls, onTime int
+	delivered        int64
+	cpu              map[string]float64 // CPU seconds, by process (procRole)
+	host             *report.Host
+	storm            [3]float64 // recovery p50, p99, max in seconds, with a storm
+	stormCut         int        // streams the storm cut
+}
+
+// held reports whether every stream offered got ≥ 99% of its events
+// within 1 s of production.
+func (r levelResult) held() bool { return r.calls == r.n && r.onTime == r.n }
+
+func (r levelResult) cpuTotal() float64 {
+	var s float64
+	for _, v := range r.cpu {
+		s += v
+	}
+	return s
+}
+
+// roles lists the processes of r.cpu in a fixed order.
+func (r levelResult) roles() []string {
+	var out []string
+	for k := range r.cpu {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r levelResult) print() {
+	d := float64(max(r.delivered, 1))
+	fmt.Printf("CPU per delivered event at %d streams: %.1f µs, all processes together (%d events delivered)\n", r.n, r.cpuTotal()/d*1e6, r.delivered)
+	for _, k := range r.roles() {
+		fmt.Printf("  %-14s %7.1f µs  (%.1f s)\n", k, r.cpu[k]/d*1e6, r.cpu[k])
+	}
+	if h := r.host; h != nil {
+		fmt.Printf("host at %d streams: %s; timers p99 %.1f ms (max %.1f), producers p99 %.1f ms (max %.1f), scheduler p99 %.1f ms; load generator %.2f of %d cores; load average %.2f\n",
+			r.n, h.Verdict, h.TimerLatenessMS.P99, h.TimerLatenessMS.Max, h.ProducerLatenessMS.P99, h.ProducerLatenessMS.Max,
+			h.SchedLatencyMS.P99, h.LoadgenCPUCores, h.Cores, h.LoadAverage)
+	}
+}
+
+func (r levelResult) reportMetrics(b *testing.B) {
+	d := float64(max(r.delivered, 1))
+	b.ReportMetric(r.cpuTotal()/d*1e6, "cpu-µs/event")
+	for _, k := range r.roles() {
+		b.ReportMetric(r.cpu[k]/d*1e6, "cpu-µs/event-"+strings.ReplaceAll(k, " ", ""))
+	}
+	if h := r.host; h != nil {
+		b.ReportMetric(h.TimerLatenessMS.P99, "timer-p99-ms")
+		b.ReportMetric(h.ProducerLatenessMS.P99, "producer-p99-ms")
+		b.ReportMetric(h.SchedLatencyMS.P99, "sched-p99-ms")
+	}
+}
+
+// benchRun runs one level: n clients arriving over 10 s, each one call of
+// events events. With storm, every open stream is cut halfway through the
+// calls.
+func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 	b.Helper()
 	sets := []string{
-		"replicas=3", "duration=75s", "drain=5s",
+		"replicas=3", fmt.Sprintf("duration=%ds", events+13), "drain=5s",
 		"workload.clients=" + strconv.Itoa(n), "workload.arrival_rate=" + strconv.Itoa(max(n/10, 1)),
-		"workload.calls_per_client=1", "workload.think=0s", "workload.events_min=62", "workload.events_max=62",
+		"workload.calls_per_client=1", "workload.think=0s", "workload.events_min=" + strconv.Itoa(events), "workload.events_max=" + strconv.Itoa(events),
 		"workload.event_rate=1", "workload.drop_every=0s",
 		"store.memory_cap_bytes=1073741824",
 	}
 	sc := load(b, "steady", sets)
 	if storm {
-		sc.Faults = append(sc.Faults, &faults.ClientDrop{Kind_: "client-drop", At: 40 * time.Second, Fraction: 1})
+		sc.Faults = append(sc.Faults, &faults.ClientDrop{Kind_: "client-drop", At: time.Duration(10+events/2) * time.Second, Fraction: 1})
 	}
 	abs, _ := filepath.Abs("../../scenarios.toml")
-	var self0, kids0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids0)
+	cpu := startCPUWatch()
 	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: abs, Set: sets, Designs: []string{"memory-sticky"}})
 	if err != nil {
+		cpu.stop()
 		b.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // let the replicas be reaped
-	var self1, kids1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
-	cpu := cpuSec(self1) - cpuSec(self0) + cpuSec(kids1) - cpuSec(kids0)
-	fmt.Printf("CPU: clients and LB %.1f s, replicas and Redis %.1f s\n", cpuSec(self1)-cpuSec(self0), cpuSec(kids1)-cpuSec(kids0))
 	h := out.Histories["memory-sticky"]
-	d := out.Report.Design("memory-sticky")
-	cpuPerEv := cpu / float64(max(d.Totals.EventsDelivered, 1))
+	r := levelResult{n: n, calls: len(h.Calls), cpu: cpu.stop(), host: out.Report.Host}
+	r.delivered = out.Report.Design("memory-sticky").Totals.EventsDelivered
+	r.onTime = onTimeStreams(h)
+	if storm {
+		r.storm, r.stormCut = stormRecovery(b, h, sc.Duration+sc.Drain)
+		fmt.Printf("streams %6d, every one cut at once: %d streams cut, %d of %d calls still got >=99%% of their events within 1 s\n", n, r.stormCut, r.onTime, r.calls)
+		return r
+	}
+	fmt.Printf("streams %6d: %6d of %d calls got >=99%% of their events within 1 s: held %v; CPU %.1f µs per delivered event\n",
+		n, r.onTime, r.calls, r.held(), r.cpuTotal()/float64(max(r.delivered, 1))*1e6)
+	return r
+}
 
+// onTimeStreams counts the completed calls that got at least 99% of their
+// events within 1 s of production.
+func onTimeStreams(h *history.History) int {
 	prod := map[[4]int32]int64{}
 	for _, p := range h.Produced {
 		if !p.Start {
@@ -119,59 +214,42 @@ func benchRun(b *testing.B, n int, storm bool) (int, int, float64, [3]float64) {
 			held++
 		}
 	}
-	var st [3]float64
-	if storm {
-		var cut int64 = -1
-		for _, a := range h.Faults {
-			if a.Kind == "client-drop" {
-				cut = a.At
-			}
-		}
-		var rec []float64
-		for _, dr := range h.Drops {
-			if dr.Cause != history.DropFault {
-				continue
-			}
-			first := int64(math.MaxInt64)
-			for _, r := range h.Receipts {
-				if r.Client == dr.Client && r.Seq == dr.Seq && r.T > dr.T && r.Index >= 1 && r.T < first {
-					first = r.T
-				}
-			}
-			if first == math.MaxInt64 {
-				first = int64(sc.Duration + sc.Drain) // never recovered within the run
-			}
-			rec = append(rec, float64(first-cut)/1e9)
-		}
-		if len(rec) == 0 {
-			b.Fatal("the storm cut no stream")
-		}
-		slices.Sort(rec)
-		st = [3]float64{rec[len(rec)/2], rec[min(len(rec)-1, len(rec)*99/100)], rec[len(rec)-1]}
-		fmt.Printf("storm: %d streams cut\n", len(rec))
-	}
-	return held, len(h.Calls), cpuPerEv, st
+	return held
 }
 
-func cpuSec(r syscall.Rusage) float64 {
-	return float64(r.Utime.Sec+r.Stime.Sec) + float64(r.Utime.Usec+r.Stime.Usec)/1e6
-}
-
-// raiseNoFile lifts the open-file limit: 10,000 streams through an
-// in-process LB hold three sockets each in this process.
-func raiseNoFile(b *testing.B) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
+// stormRecovery returns the recovery p50, p99 and max in seconds of the
+// streams the client-drop fault cut, from the cut to each one's first new
+// event (end when it never got one), and how many it cut.
+func stormRecovery(b *testing.B, h *history.History, end time.Duration) ([3]float64, int) {
+	var cut int64 = -1
+	for _, a := range h.Faults {
+		if a.Kind == "client-drop" {
+			cut = a.At
+		}
 	}
-	want := uint64(1 << 17)
-	if lim.Cur >= want {
-		return
+	after := map[[2]int32][]int64{} // each call's receipt times after the cut
+	for _, r := range h.Receipts {
+		if r.Index >= 1 && r.T > cut {
+			k := [2]int32{r.Client, r.Seq}
+			after[k] = append(after[k], r.T)
+		}
 	}
-	nl := syscall.Rlimit{Cur: want, Max: max(lim.Max, want)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &nl); err != nil {
-		nl = syscall.Rlimit{Cur: lim.Max, Max: lim.Max}
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &nl)
-		fmt.Printf("open-file limit stays at %d (%v): fewer streams may fit\n", lim.Max, err)
+	var rec []float64
+	for _, dr := range h.Drops {
+		if dr.Cause != history.DropFault {
+			continue
+		}
+		first := int64(end) // never recovered within the run
+		for _, t := range after[[2]int32{dr.Client, dr.Seq}] {
+			if t > dr.T && t < first {
+				first = t
+			}
+		}
+		rec = append(rec, float64(first-cut)/1e9)
 	}
+	if len(rec) == 0 {
+		b.Fatal("the storm cut no stream")
+	}
+	slices.Sort(rec)
+	return [3]float64{rec[len(rec)/2], rec[min(len(rec)-1, len(rec)*99/100)], rec[len(rec)-1]}, len(rec)
 }

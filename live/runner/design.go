@@ -378,7 +378,11 @@ func (r *liveRun) unscheduled(ev *evidence, applied []history.Applied) []history
 	for _, x := range ev.exits {
 		at := x.At.Sub(dr.t0)
 		applied = append(applied, history.Applied{At: int64(at), Kind: "exit: " + x.String(), Step: -1, Replica: x.Slot})
-		r.marks = append(r.marks, report.Fault{Kind: report.KindExit, Label: fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot), AtS: at.Seconds(), UntilS: at.Seconds(), Unscheduled: true})
+		label := fmt.Sprintf("%s: replica %d exited", d.Name, x.Slot)
+		if x.Slot < 0 {
+			label = d.Name + ": the load balancer exited"
+		}
+		r.marks = append(r.marks, report.Fault{Kind: report.KindExit, Label: label, AtS: at.Seconds(), UntilS: at.Seconds(), Unscheduled: true})
 		r.fp.logf("%.1fs: %s", at.Seconds(), x)
 	}
 	for _, nr := range ev.neverReady {

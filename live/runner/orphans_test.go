@@ -73,7 +73,7 @@ func TestParentKilled(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("500 ms after SIGKILL of stormsim run (pid %d), its children %v are still alive", pid, left)
 	}
-	t.Logf("the %d children (replicas %v, redis-server %d) were gone %v after the SIGKILL", len(kids), serve, rpid, gone)
+	t.Logf("the %d children (replicas and LB %v, redis-server %d) were gone %v after the SIGKILL", len(kids), serve, rpid, gone)
 
 	left2, _ := filepath.Glob(filepath.Join(tmp, "*"))
 	if len(left2) == 0 {

@@ -65,21 +65,27 @@ func inGroup(pgrp int) []int {
 }
 
 // waitChildren waits until pid has a redis-server child and replicas
-// children running bin, and returns them; it fails the test after limit.
+// children running bin as `serve`, and returns the redis-server and every
+// child running bin (the replicas and the LB, `stormsim lb`); it fails the
+// test after limit.
 func waitChildren(t *testing.T, pid int, replicas int, limit time.Duration) (redis int, serve []int) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		redis, serve = 0, nil
+		n := 0
 		for p, comm := range childrenOf(pid) {
 			switch {
 			case comm == "redis-server":
 				redis = p
 			case comm == filepath.Base(bin)[:min(len(filepath.Base(bin)), 15)]: // comm is cut at 15 bytes
 				serve = append(serve, p)
+				if args := procArgs(p); len(args) > 1 && args[1] == "serve" {
+					n++
+				}
 			}
 		}
-		if redis != 0 && len(serve) >= replicas {
+		if redis != 0 && n >= replicas {
 			return redis, serve
 		}
 		if time.Now().After(deadline) {
@@ -87,4 +93,14 @@ func waitChildren(t *testing.T, pid int, replicas int, limit time.Duration) (red
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// procArgs reads a process's arguments from /proc/PID/cmdline; nil when it
+// is gone.
+func procArgs(pid int) []string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
 }

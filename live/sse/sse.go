@@ -100,40 +100,55 @@ func NewReader(r io.Reader) *Reader {
 
 // NewReaderLimits reads from r within lim.
 func NewReaderLimits(r io.Reader, lim Limits) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), lim: lim}
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10), lim: lim}
 }
 
 // LastID is the last event id seen so far.
 func (r *Reader) LastID() string { return r.lastID }
 
-// line reads one line without its terminator (CRLF, LF or CR).
+// line reads one line without its terminator (CRLF, LF or CR). It scans
+// what the buffer holds for the terminator and copies the line out once,
+// rather than a byte at a time: it runs for every line of every stream.
 func (r *Reader) line() (string, error) {
-	var buf bytes.Buffer
+	if r.pendingR {
+		r.pendingR = false
+		if b, err := r.br.Peek(1); err == nil && b[0] == '\n' {
+			r.br.Discard(1) //nolint:errcheck // the byte is buffered
+		}
+	}
+	var long []byte // what came before, for a line longer than one buffer's worth
 	for {
-		b, err := r.br.ReadByte()
-		if err != nil {
-			if err == io.EOF && buf.Len() > 0 {
-				return buf.String(), io.ErrUnexpectedEOF // a last line without its end
-			}
-			return "", err
-		}
-		if r.pendingR {
-			r.pendingR = false
-			if b == '\n' {
-				continue
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				if err == io.EOF && len(long) > 0 {
+					return string(long), io.ErrUnexpectedEOF // a last line without its end
+				}
+				return "", err
 			}
 		}
-		switch b {
-		case '\n':
-			return buf.String(), nil
-		case '\r':
-			r.pendingR = true
-			return buf.String(), nil
+		buf, _ := r.br.Peek(r.br.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		n := i
+		if i < 0 {
+			n = len(buf)
 		}
-		if r.lim.Line > 0 && buf.Len() >= r.lim.Line {
+		if r.lim.Line > 0 && len(long)+n > r.lim.Line {
 			return "", fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.lim.Line)
 		}
-		buf.WriteByte(b)
+		if i < 0 {
+			long = append(long, buf...)
+			r.br.Discard(len(buf)) //nolint:errcheck // the bytes are buffered
+			continue
+		}
+		var line string
+		if long == nil {
+			line = string(buf[:i])
+		} else {
+			line = string(append(long, buf[:i]...))
+		}
+		r.pendingR = buf[i] == '\r'
+		r.br.Discard(i + 1) //nolint:errcheck // the bytes are buffered
+		return line, nil
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 // command that crashed in the middle of a run.
 type Exit struct {
 	At     time.Time
-	Slot   int
+	Slot   int // -1: the load balancer
 	PID    int
 	Status string // as os/exec says it: "exit status 2", "signal: segmentation fault"
 	Output string // the end of what it wrote to stdout and stderr
@@ -35,6 +35,9 @@ type Exit struct {
 
 func (e Exit) String() string {
 	s := fmt.Sprintf("replica %d (pid %d) exited unexpectedly: %s", e.Slot, e.PID, e.Status)
+	if e.Slot < 0 {
+		s = fmt.Sprintf("the load balancer (pid %d) exited unexpectedly: %s", e.PID, e.Status)
+	}
 	if o := e.Output; o != "" {
 		if len(o) > 300 {
 			o = "…" + strings.ToValidUTF8(o[len(o)-300:], "")
@@ -222,13 +225,15 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := t.bal.SetBackend(slot, base); err != nil {
+	if err := t.bal.SetBackend(ctx, slot, base); err != nil {
 		return fail("%v", err)
 	}
 	t.mu.Lock()
 	t.setSlot(slot, cmd, base, SlotServing, "", "serving "+base)
 	t.mu.Unlock()
-	t.bal.SetInPool(slot, true)
+	if err := t.bal.SetInPool(ctx, slot, true); err != nil {
+		return fail("%v", err)
+	}
 	return nil
 }
 
@@ -255,7 +260,7 @@ func (t *Topology) watchOwn(cmd *exec.Cmd, slot int, out *tail, guard io.Closer,
 	t.mu.Unlock()
 	killGroup(pid, syscall.SIGKILL) // whatever the command left behind
 	if crashed {
-		t.bal.SetInPool(slot, false)
+		t.inPool(slot, false)
 	}
 	close(done)
 	// Once the group is gone its id may be reused by an unrelated
@@ -363,7 +368,8 @@ func groupAlive(pid int) bool {
 	return false
 }
 
-// Exits lists the replica processes that ended when nobody stopped them.
+// Exits lists the processes that ended when nobody stopped them: an own
+// server's replicas, and the load balancer (Slot -1).
 func (t *Topology) Exits() []Exit {
 	t.mu.Lock()
 	defer t.mu.Unlock()

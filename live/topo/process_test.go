@@ -108,13 +108,13 @@ func TestUpSIGINTLeavesNothing(t *testing.T) {
 		if v, ok := strings.CutPrefix(line, "endpoint: "); ok {
 			endpoint = v // the last line of the listing
 		}
-		// "slot 0 pid 1234 http://…", "redis pid 1234 127.0.0.1:…"
-		if f := strings.Fields(line); (len(f) == 5 && f[0] == "slot" || len(f) == 4 && f[0] == "redis") && f[len(f)-3] == "pid" {
+		// "slot 0 pid 1234 http://…", "redis pid 1234 127.0.0.1:…", "lb pid 1234 127.0.0.1:…"
+		if f := strings.Fields(line); (len(f) == 5 && f[0] == "slot" || len(f) == 4 && (f[0] == "redis" || f[0] == "lb")) && f[len(f)-3] == "pid" {
 			p, _ := strconv.Atoi(f[len(f)-2])
 			pids = append(pids, p)
 		}
 	}
-	if endpoint == "" || len(pids) != 4 { // 3 replicas and redis-server
+	if endpoint == "" || len(pids) != 5 { // 3 replicas, redis-server and the LB
 		t.Fatalf("endpoint %q, pids %v", endpoint, pids)
 	}
 	if r := postJSON(t, endpoint, "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{}}); r.StatusCode != 200 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"time"
 )
 
 // Slot states, as Slots reports them.
@@ -37,8 +38,14 @@ func (t *Topology) Slots() []SlotState {
 		}
 	}
 	t.mu.Unlock()
+	var pool []bool
+	if t.bal != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pool, _ = t.bal.Pool(ctx) // an LB that does not answer routes nowhere
+		cancel()
+	}
 	for i := range out {
-		out[i].InPool = out[i].PID != 0 && t.bal.InPool(out[i].Slot)
+		out[i].InPool = out[i].PID != 0 && out[i].Slot < len(pool) && pool[out[i].Slot]
 	}
 	return out
 }
@@ -105,31 +112,34 @@ func (t *Topology) notifier(ctx context.Context) {
 	}
 }
 
-// startChecks turns on the LB's health checks (Options.Health) until ctx
-// ends; the LB's verdicts reach Options.Notify.
-func (t *Topology) startChecks(ctx context.Context) {
+// startChecks turns on the LB's health checks (Options.Health) for as long
+// as it runs; the LB's verdicts reach Options.Notify (healthChanged).
+func (t *Topology) startChecks(ctx context.Context) error {
 	h := *t.opts.Health
 	if h.Path == "" && t.d.Own != nil {
 		h.Path = t.d.Own.Ready
 	}
-	h.OnChange = func(slot int, up bool, why string) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.opts.Notify == nil {
-			return
-		}
-		what := "out of the LB's pool"
-		if up {
-			what = "back in the LB's pool"
-		}
-		pid := 0
-		if slot < len(t.slotStates) {
-			pid = t.slotStates[slot].PID
-		}
-		t.notes = append(t.notes, fmt.Sprintf("slot %d pid %d %s: %s", slot, pid, what, why))
-		t.kick()
+	return t.bal.CheckHealth(ctx, h)
+}
+
+// healthChanged tells Options.Notify that the LB's health checks took a
+// slot out of the pool or put it back.
+func (t *Topology) healthChanged(slot int, up bool, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.opts.Notify == nil {
+		return
 	}
-	t.bal.CheckHealth(ctx, h)
+	what := "out of the LB's pool"
+	if up {
+		what = "back in the LB's pool"
+	}
+	pid := 0
+	if slot < len(t.slotStates) {
+		pid = t.slotStates[slot].PID
+	}
+	t.notes = append(t.notes, fmt.Sprintf("slot %d pid %d %s: %s", slot, pid, what, why))
+	t.kick()
 }
 
 // drained acts on a replica's "draining" line: a SIGTERM from outside, or
@@ -149,6 +159,6 @@ func (t *Topology) drained(slot int, cmd *exec.Cmd) {
 	}
 	t.mu.Unlock()
 	if current && t.opts.Health != nil {
-		t.bal.SetInPool(slot, false)
+		t.inPool(slot, false)
 	}
 }

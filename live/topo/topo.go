@@ -1,9 +1,10 @@
 // Package topo runs a live topology for one design of a scenario: a replica
 // process per slot (`stormsim serve`), a private redis-server when the
-// design needs one, and the load balancer in process. It carries out the
+// design needs one, and the load balancer, a process of its own (`stormsim
+// lb`) driven over its control endpoint (lb.Remote). It carries out the
 // scenario's fault steps for real — SIGTERM and SIGKILL for restarts and
-// crashes, processes started and stopped for scale, the proxy for
-// partitions and latency, SIGSTOP/SIGCONT and a restart for the store — and
+// crashes, processes started and stopped for scale, the LB for partitions
+// and latency, SIGSTOP/SIGCONT and a restart for the store — and
 // records the PID of everything it starts, so that Close leaves nothing
 // running.
 //
@@ -88,19 +89,19 @@ type Topology struct {
 	opts  Options
 	redis *redisd.Server // nil when none was started
 	raddr string
-	bal   *lb.Balancer
-	ln    net.Listener
-	hs    *http.Server
+	bal   *lb.Remote // the LB process's control endpoint; nil until it listens
+	addr  net.Addr   // where the LB listens for clients
 
 	mu      sync.Mutex
 	slots   []*exec.Cmd
+	lbCmd   *exec.Cmd // the LB process
 	pids    map[int]bool
 	latency time.Duration
 	health  time.Duration
 	groups  []int          // process groups of own-server replicas, by leader PID
 	urls    map[int]string // base URL of each running reference replica, by PID
 	rdb     *redis.Client  // for StoreBytes; made on first use
-	exits   []Exit         // own-server replicas that ended when nobody stopped them
+	exits   []Exit         // own-server replicas and the LB, ended when nobody stopped them
 	closing bool
 	gotmp   string // the own server's GOTMPDIR (goTmp), removed by Close
 	// storeGen counts the scheduled store fault steps begun and ended;
@@ -148,7 +149,7 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 		return nil, fmt.Errorf("topo: design %s: server.url names a server stormsim does not run; there is no topology to start", d.Name)
 	}
 	// The LB's socket first, so that an address it cannot listen on
-	// starts nothing; it serves once every replica is up.
+	// starts nothing; the LB process inherits it.
 	listen := t.opts.Listen
 	if listen == "" {
 		listen = "127.0.0.1:0"
@@ -157,7 +158,8 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 	if err != nil {
 		return nil, fmt.Errorf("%w on %s: %v", ErrListen, listen, err)
 	}
-	t.ln = ln
+	t.addr = ln.Addr()
+	defer ln.Close() // the LB process holds its own copy
 	if d.Own == nil && (d.Events == topology.EventsRedis || d.Sessions == topology.SessionsShared) {
 		if t.opts.RedisAddr != "" {
 			t.raddr = t.opts.RedisAddr // a URL or host:port, passed on as given
@@ -176,46 +178,47 @@ func Start(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, opts 
 			t.pids[srv.PID()] = true
 		}
 	}
-	policy, err := topology.NewPolicy(d.LB, nil)
-	if err != nil {
+	if _, err := topology.NewPolicy(d.LB, nil); err != nil {
 		return nil, err
 	}
-	t.bal, _ = lb.New(policy, nil)
-	// The scenario's round trip, as the simulator models it: loopback alone
-	// would answer in well under a millisecond, and the order in which
-	// clients' requests interleave at the LB depends on it.
-	t.latency = sc.RTT
-	t.bal.SetLatency(t.latency)
 	bg, stop := context.WithCancel(context.Background())
 	t.stop = stop
 	if t.opts.Notify != nil {
 		go t.notifier(bg)
 	}
+	if err := t.startLB(ctx, ln, d.LB, t.healthChanged); err != nil {
+		return nil, err
+	}
+	// The scenario's round trip, as the simulator models it: loopback alone
+	// would answer in well under a millisecond, and the order in which
+	// clients' requests interleave at the LB depends on it.
+	t.latency = sc.RTT
+	if err := t.bal.SetLatency(ctx, t.latency); err != nil {
+		return nil, err
+	}
 	if t.opts.Health != nil {
-		t.startChecks(bg)
+		if err := t.startChecks(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for slot := 0; slot < sc.Replicas; slot++ {
 		if err := t.startSlot(ctx, slot); err != nil {
 			return nil, err
 		}
 	}
-	mux := http.NewServeMux()
-	mux.Handle(t.path(), t.bal)
-	t.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go t.hs.Serve(t.ln) //nolint:errcheck // ends at Close
 	ok = true
 	return t, nil
 }
 
 // Endpoint is the MCP URL of the load balancer, with the address it
 // listens on.
-func (t *Topology) Endpoint() string { return "http://" + t.ln.Addr().String() + t.path() }
+func (t *Topology) Endpoint() string { return "http://" + t.addr.String() + t.path() }
 
 // EndpointAt is Endpoint with host in place of the address the LB listens
 // on (the port kept): the URL to give clients on other machines when the LB
 // listens on all interfaces.
 func (t *Topology) EndpointAt(host string) string {
-	_, port, _ := net.SplitHostPort(t.ln.Addr().String())
+	_, port, _ := net.SplitHostPort(t.addr.String())
 	return "http://" + net.JoinHostPort(host, port) + t.path()
 }
 
@@ -302,7 +305,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	limit := wait.For(wait.Ready)
 	select {
 	case u := <-addr:
-		if err := t.bal.SetBackend(slot, u); err != nil {
+		if err := t.bal.SetBackend(ctx, slot, u); err != nil {
 			return err
 		}
 		t.mu.Lock()
@@ -311,8 +314,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		}
 		t.setSlot(slot, cmd, u, SlotServing, "", "serving "+u)
 		t.mu.Unlock()
-		t.bal.SetInPool(slot, true)
-		return nil
+		return t.bal.SetInPool(ctx, slot, true)
 	case <-silent:
 		return fmt.Errorf("topo: replica %d (pid %d) exited before it printed \"listening on\"", slot, cmd.Process.Pid)
 	case <-time.After(limit):
@@ -358,7 +360,10 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 	switch s.Kind {
 	case faults.StepStop:
 		if s.Graceful {
-			t.bal.SetInPool(s.Replica, false) // a draining replica leaves the pool at once
+			// A draining replica leaves the pool at once.
+			if err := t.bal.SetInPool(ctx, s.Replica, false); err != nil {
+				return err
+			}
 			t.signal(s.Replica, syscall.SIGTERM)
 		} else {
 			t.freezeSlot(ctx, s.Replica)
@@ -368,7 +373,7 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 	case faults.StepStart:
 		return t.startSlot(ctx, s.Replica)
 	case faults.StepClientDrop:
-		t.bal.CutFraction(s.Fraction)
+		return t.bal.CutFraction(ctx, s.Fraction)
 	case faults.StepScale:
 		t.mu.Lock()
 		n := len(t.slots)
@@ -379,7 +384,9 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 			}
 		}
 		for slot := s.Replicas; slot < n; slot++ {
-			t.bal.SetInPool(slot, false)
+			if err := t.bal.SetInPool(ctx, slot, false); err != nil {
+				return err
+			}
 			sig := syscall.SIGKILL
 			if s.Graceful {
 				sig = syscall.SIGTERM
@@ -389,17 +396,21 @@ func (t *Topology) Apply(ctx context.Context, s faults.Step) error {
 			t.signal(slot, sig)
 		}
 	case faults.StepPartition:
-		t.bal.Partition(s.Replica, true)
+		if err := t.bal.Partition(ctx, s.Replica, true); err != nil {
+			return err
+		}
 		t.noticeDown(s.Replica)
 	case faults.StepHeal:
-		t.bal.Partition(s.Replica, false)
-		t.bal.SetInPool(s.Replica, true)
+		if err := t.bal.Partition(ctx, s.Replica, false); err != nil {
+			return err
+		}
+		return t.bal.SetInPool(ctx, s.Replica, true)
 	case faults.StepLatency:
 		t.mu.Lock()
 		t.latency += s.Extra
 		d := t.latency
 		t.mu.Unlock()
-		t.bal.SetLatency(d)
+		return t.bal.SetLatency(ctx, d)
 	case faults.StepStoreDown, faults.StepStoreUp, faults.StepStoreRestart:
 		if t.redis == nil {
 			if t.raddr != "" {
@@ -461,13 +472,11 @@ func (t *Topology) StoreFault() (gen uint64, held bool) {
 // a redis:// URL); empty when the design uses none.
 func (t *Topology) RedisAddr() string { return t.raddr }
 
-// Close stops the LB, kills every replica and the Redis it started, and
-// waits until none of them is alive.
+// Close kills the LB, every replica and the Redis it started, and waits
+// until none of them is alive.
 func (t *Topology) Close() error {
-	if t.hs != nil {
-		t.hs.Close()
-	} else if t.ln != nil {
-		t.ln.Close() // Start failed before the LB served
+	if t.bal != nil {
+		t.bal.Close()
 	}
 	if t.stop != nil {
 		t.stop()
@@ -478,6 +487,9 @@ func (t *Topology) Close() error {
 	var all []int
 	for p := range t.pids {
 		all = append(all, p)
+	}
+	if t.lbCmd != nil {
+		t.lbCmd.Process.Kill() // first: no request reaches a replica being killed
 	}
 	for _, c := range t.slots {
 		if c != nil && c.Process != nil {
@@ -530,10 +542,10 @@ func (t *Topology) noticeDown(slot int) {
 	d := t.health
 	t.mu.Unlock()
 	if d <= 0 {
-		t.bal.SetInPool(slot, false)
+		t.inPool(slot, false)
 		return
 	}
-	time.AfterFunc(d, func() { t.bal.SetInPool(slot, false) })
+	time.AfterFunc(d, func() { t.inPool(slot, false) })
 }
 
 // ErrStoreUnmeasured is returned by StoreBytes for a design whose store

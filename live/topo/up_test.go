@@ -99,7 +99,7 @@ func startUp(t *testing.T, args ...string) *upProc {
 				if p.endpoint == "" {
 					p.slots[slot] = pid
 				}
-			case len(f) == 4 && f[0] == "redis" && f[1] == "pid":
+			case len(f) == 4 && (f[0] == "redis" || f[0] == "lb") && f[1] == "pid":
 				pid, _ := strconv.Atoi(f[2])
 				p.pids[pid] = true
 			case len(f) == 2 && f[0] == "state:":

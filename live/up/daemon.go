@@ -42,6 +42,10 @@ type State struct {
 		PID  int    `json:"pid"`
 		Addr string `json:"addr"`
 	} `json:"redis,omitempty"`
+	// LB is the load balancer's process (`stormsim lb`).
+	LB *struct {
+		PID int `json:"pid"`
+	} `json:"lb,omitempty"`
 	Replicas []topo.SlotState `json:"replicas"`
 	Stopped  bool             `json:"stopped"`
 }
@@ -122,6 +126,9 @@ func (u *upRun) setTopology(t *topo.Topology) {
 			Addr string `json:"addr"`
 		}{pid, t.RedisAddr()}
 	}
+	u.state.LB = &struct {
+		PID int `json:"pid"`
+	}{t.LBPID()}
 	u.printSlots()
 	u.writeState()
 }

@@ -101,6 +101,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, o *Opti
 	if pid := t.RedisPID(); pid != 0 {
 		fmt.Fprintf(o.Stdout, "redis pid %d %s\n", pid, t.RedisAddr())
 	}
+	fmt.Fprintf(o.Stdout, "lb pid %d %s\n", t.LBPID(), t.Addr())
 	u.setTopology(t) // prints a line per slot
 	fmt.Fprintf(o.Stdout, "endpoint: %s\n", u.state.Endpoint)
 	if f, ok := o.Stdout.(*os.File); ok {

@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// cpuWatch samples the CPU time of this process's children while a
+// benchmark run goes on, by process: /proc/PID/stat's utime + stime of each
+// child, kept at its last reading once the child is gone.
+type cpuWatch struct {
+	self0, kids0 syscall.Rusage
+	done         chan struct{}
+	wg           sync.WaitGroup
+
+	mu   sync.Mutex
+	last map[int]procCPU // by pid
+}
+
+type procCPU struct {
+	role string
+	sec  float64
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's CPU times.
+const clockTicks = 100
+
+func startCPUWatch() *cpuWatch {
+	w := &cpuWatch{done: make(chan struct{}), last: map[int]procCPU{}}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &w.self0)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &w.kids0)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			w.sample()
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// sample reads every child's CPU time once.
+func (w *cpuWatch) sample() {
+	for _, pid := range ownChildren() {
+		ppid, sec, ok := statCPU(pid)
+		if !ok || ppid != os.Getpid() {
+			continue
+		}
+		w.mu.Lock()
+		p, seen := w.last[pid]
+		if !seen {
+			p.role = procRole(pid)
+		}
+		p.sec = max(p.sec, sec)
+		w.last[pid] = p
+		w.mu.Unlock()
+	}
+}
+
+// ownChildren lists this process's children from /proc/self/task/*/children,
+// which names the children each thread forked: a few files, where a scan of
+// /proc would read every process on the machine and charge it to the
+// clients' CPU.
+func ownChildren() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// stop ends the sampling and returns the CPU seconds by process: clients
+// (this process: the clients and the runner), lb, replica N, redis, and
+// unattributed, what the children used that the samples missed (their last
+// moments before they were killed).
+func (w *cpuWatch) stop() map[string]float64 {
+	close(w.done)
+	w.wg.Wait()
+	var self1, kids1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
+	out := map[string]float64{"clients": cpuSec(self1) - cpuSec(w.self0)}
+	var sampled float64
+	w.mu.Lock()
+	for _, p := range w.last {
+		out[p.role] += p.sec
+		sampled += p.sec
+	}
+	w.mu.Unlock()
+	if rest := cpuSec(kids1) - cpuSec(w.kids0) - sampled; rest > 0 {
+		out["unattributed"] = rest
+	}
+	return out
+}
+
+// statCPU reads a process's parent and CPU seconds (utime + stime).
+func statCPU(pid int) (ppid int, sec float64, ok bool) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	end := bytes.LastIndexByte(data, ')')
+	if end < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(data[end+1:])) // state, ppid, …; utime and stime are fields 14 and 15 of the line
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return ppid, (ut + st) / clockTicks, true
+}
+
+// procRole names a child by what it runs: lb, replica N, redis, or its
+// command.
+func procRole(pid int) string {
+	args := procArgs(pid)
+	switch {
+	case len(args) == 0:
+		return "other"
+	case strings.Contains(filepath.Base(args[0]), "redis-server"):
+		return "redis"
+	case len(args) > 1 && args[1] == "lb":
+		return "lb"
+	case len(args) > 1 && args[1] == "serve":
+		for i, a := range args {
+			if a == "--slot" && i+1 < len(args) {
+				return "replica " + args[i+1]
+			}
+		}
+		return "replica"
+	}
+	return filepath.Base(args[0])
+}
+
+func cpuSec(r syscall.Rusage) float64 {
+	return float64(r.Utime.Sec+r.Stime.Sec) + float64(r.Utime.Usec+r.Stime.Usec)/1e6
+}
