@@ -113,7 +113,8 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # a time (go test's -parallel, GOMAXPROCS) once the serial ones are done, so that one's waits on
 # real time overlap another's: the longest of those that neither count the test process's
 # children, look for leftover processes by executable, set the environment, burn CPU on purpose
-# (TestSaturationInjected) nor run Node (the ts-sdk tests, the most load-sensitive).
+# (TestSaturationInjected), run Node (the ts-sdk tests, the most load-sensitive) nor compare the
+# model with a live run's recovery (TestGoSDKFlavours: under load, live dips where the model does not).
 # RACED are the tests of sim, cli and plan that run under the race detector (the concurrent paths):
 # they run there only, not a second time without it; calibrate's tests all run raced, once. Each
 # name is anchored, so a test of the same name in another package outside live/ would be skipped

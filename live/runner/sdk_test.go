@@ -31,7 +31,6 @@ import (
 // with Last-Event-ID and lose nothing, and after the hard restart they fail
 // with the SDK's session-missing error, counted as failed calls.
 func TestGoSDKFlavours(t *testing.T) {
-	t.Parallel() // make test: see the Makefile's note on the live stage
 	sets := []string{`designs=["sdk-memory-sticky","memory-sticky","memory-sticky-sdk-clients"]`}
 	sc := load(t, "live-smoke", sets)
 	abs, _ := filepath.Abs("../../scenarios.toml")
