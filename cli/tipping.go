@@ -66,12 +66,6 @@ func (f *tippingFlags) check(fs *flag.FlagSet) error {
 // options reads the tipping flags for range r.
 func (f *tippingFlags) options(r plan.TippingRange) (*plan.TippingOptions, error) {
 	o := &plan.TippingOptions{Seeds: f.seeds, Frequency: f.frequency}
-	if f.seeds < 1 {
-		return nil, usagef("plan: --seeds %d: want at least 1 seed per probe", f.seeds)
-	}
-	if !(f.frequency > 0 && f.frequency <= 1) {
-		return nil, usagef("plan: --recover-frequency %g: want a share of the seeds in (0, 1], for example 0.8", f.frequency)
-	}
 	if f.resolution != "" {
 		v, err := plan.ParseValue(r.Axis.Key, f.resolution)
 		if err != nil || v <= 0 {

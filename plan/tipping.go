@@ -72,21 +72,22 @@ func ParseTipping(spec string) (TippingRange, error) {
 	return TippingRange{Axis: ax, Lo: lov, Hi: hiv}, nil
 }
 
-// TippingOptions tunes Tipping. Zero values mean the defaults.
+// TippingOptions tunes a tipping search. A nil *TippingOptions means the
+// defaults; otherwise Seeds and Frequency must be set.
 type TippingOptions struct {
 	// Base are --set overrides every probe shares; none may name the key.
 	Base []string
 	// Designs searches only these designs; nil searches the scenario's.
 	Designs []string
 	// Seeds is the number of seeds per probe: the scenario's seed S and
-	// S+1, ..., S+Seeds-1. Default DefaultTippingSeeds.
+	// S+1, ..., S+Seeds-1, at least 1 (DefaultTippingSeeds).
 	Seeds int
 	// Frequency is the share of a probe's seeds that must meet the goal
-	// for the probe to count as recovered, in (0, 1]. Default
-	// DefaultTippingFrequency.
+	// for the probe to count as recovered, in (0, 1]
+	// (DefaultTippingFrequency).
 	Frequency float64
 	// Resolution, in the key's units, stops the bisection once the
-	// bracket is no wider. Default (HI-LO)/DefaultResolutionParts (at
+	// bracket is no wider; 0 means (HI-LO)/DefaultResolutionParts (at
 	// least 1 for an integer key, 1 ms for a duration).
 	Resolution float64
 	// Goals are the plan's goals (Goals); the search judges only the one
@@ -257,15 +258,9 @@ func (s *TippingSearch) Runs() int {
 // request workload with a trigger, a recovery goal), and sets the
 // defaults. Every error names the flag or key.
 func NewTippingSearch(load Loader, r TippingRange, opts *TippingOptions) (*TippingSearch, error) {
-	o := TippingOptions{}
+	o := TippingOptions{Seeds: DefaultTippingSeeds, Frequency: DefaultTippingFrequency}
 	if opts != nil {
 		o = *opts
-	}
-	if o.Seeds == 0 {
-		o.Seeds = DefaultTippingSeeds
-	}
-	if o.Frequency == 0 {
-		o.Frequency = DefaultTippingFrequency
 	}
 	if err := checkTippingOptions(r, &o); err != nil {
 		return nil, err

@@ -35,6 +35,12 @@ func tipping(t *testing.T, name, spec string, opts *TippingOptions) *Tipping {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.Seeds == 0 {
+		opts.Seeds = DefaultTippingSeeds
+	}
+	if opts.Frequency == 0 {
+		opts.Frequency = DefaultTippingFrequency
+	}
 	tp, err := FindTipping(context.Background(), shipped(t, name), r, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -270,6 +276,12 @@ func TestTippingBadInput(t *testing.T) {
 		{"bronson-hotos21", TippingOptions{Designs: []string{"nope"}}, `--designs: scenario bronson-hotos21 has no design "nope"`},
 		{"deploy-restart", TippingOptions{}, "scenario deploy-restart runs the session workload"},
 	} {
+		if c.opts.Seeds == 0 {
+			c.opts.Seeds = 5
+		}
+		if c.opts.Frequency == 0 {
+			c.opts.Frequency = 0.8
+		}
 		_, err := NewTippingSearch(shipped(t, c.name), r, &c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %+v: %v, want %q", c.name, c.opts, err, c.want)
