@@ -311,3 +311,22 @@ func TestProbeMedian(t *testing.T) {
 		t.Errorf("median of no values = %g, want NaN", got)
 	}
 }
+
+// Issue 37, acceptance 2: metastable's unmitigated server tips between its
+// half load (70/s, metastable-half-load, which recovers) and its load
+// (140/s, which stays stuck), and the search finds that boundary.
+func TestTippingMetastableBetweenHalfAndFull(t *testing.T) {
+	t.Parallel()
+	tp := tipping(t, "metastable", "workload.arrival_rate=40..300", &TippingOptions{Designs: []string{"req-plain"}, Base: []string{"workload.clients=54000"}})
+	d := &tp.Designs[0]
+	if d.Outcome != Bracketed {
+		t.Fatalf("outcome %s; probes %s", d.Outcome, probesText(d))
+	}
+	rec, stuck := d.Probes[d.Recovered].Load, d.Probes[d.Stuck].Load
+	if rec < 70 || stuck > 140 {
+		t.Errorf("req-plain tips between %g and %g: want it recovered at 70/s or above and stuck at 140/s or below; probes %s", rec, stuck, probesText(d))
+	}
+	if len(tp.Notes) != 0 {
+		t.Errorf("notes %q: workload.clients=54000 keeps 300/s arriving for 180 s", tp.Notes)
+	}
+}
