@@ -330,3 +330,18 @@ func TestTippingMetastableBetweenHalfAndFull(t *testing.T) {
 		t.Errorf("notes %q: workload.clients=54000 keeps 300/s arriving for 180 s", tp.Notes)
 	}
 }
+
+// workload.clients caps the request workload's arrivals: at 300/s the
+// shipped metastable's 25,200 run out after 84 s of its 180, and the
+// search says so, and how to keep them arriving.
+func TestTippingClientsNote(t *testing.T) {
+	t.Parallel()
+	r, _ := ParseTipping("workload.arrival_rate=40..300")
+	s, err := NewTippingSearch(shipped(t, "metastable"), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.t.Notes) != 1 || !strings.Contains(s.t.Notes[0], "at HI after 84 s") || !strings.Contains(s.t.Notes[0], "--set workload.clients=54000") {
+		t.Errorf("notes %q", s.t.Notes)
+	}
+}
