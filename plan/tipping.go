@@ -332,12 +332,13 @@ func checkTippingOptions(r TippingRange, o *TippingOptions) error {
 	return nil
 }
 
-// clientsNote warns when workload.clients, which caps the request
-// workload's arrivals, ends them before duration at HI (sc): the probes
-// near HI then meet less load after the trigger than their key says.
+// clientsNote warns when workload.clients, which caps the open-loop
+// request workload's arrivals, ends them before duration at HI (sc): the
+// probes near HI then meet less load after the trigger than their key
+// says. Closed-loop clients keep sending once in, so it does not apply.
 func clientsNote(r *TippingRange, sc *scenario.Scenario) []string {
 	w := sc.Workload
-	if r.Axis.Key != "workload.arrival_rate" || w.ArrivalRate <= 0 {
+	if r.Axis.Key != "workload.arrival_rate" || w.ArrivalRate <= 0 || sc.Closed() {
 		return nil
 	}
 	end := float64(w.Clients) / w.ArrivalRate

@@ -344,4 +344,12 @@ func TestTippingClientsNote(t *testing.T) {
 	if len(s.t.Notes) != 1 || !strings.Contains(s.t.Notes[0], "at HI after 84 s") || !strings.Contains(s.t.Notes[0], "--set workload.clients=54000") {
 		t.Errorf("notes %q", s.t.Notes)
 	}
+	// Closed-loop clients keep sending once they are in.
+	s, err = NewTippingSearch(shipped(t, "incident-zed-deploy"), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.t.Notes) != 0 {
+		t.Errorf("closed-loop notes %q, want none", s.t.Notes)
+	}
 }
