@@ -35,6 +35,7 @@ type planFlags struct {
 	force   bool
 	quiet   bool
 	goals   listFlag
+	tip     tippingFlags
 }
 
 const planAbout = `Run SCENARIO in the simulator over a grid of scenario keys and recommend, per design, the
@@ -71,11 +72,11 @@ It writes plan.json, plan.csv (one row per grid point and design), plan.md (the 
 the charts store-memory, store-ops, replay-p99 and lost-fraction (PNG and SVG) to
 OUT/plan/<scenario>/<UTC time>/ (OUT/plan/<scenario>/latest points at the newest). The same seed
 gives the same plan.json, plan.csv and plan.md, whatever --jobs. It exits 0 when the plan is
-written, whether or not a design meets the goals; plan.md says which.`
+written, whether or not a design meets the goals; plan.md says which.` + tippingAbout
 
 func planCmd(ctx context.Context, env *Env, args []string) error {
 	var f planFlags
-	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--size-for KEY=VALUE] [flags]", planAbout)
+	fs := newFlags(env, "plan", "SCENARIO [--sweep KEY=VALUES ...] [--size-for KEY=VALUE] [flags]\n       stormsim plan SCENARIO --tipping KEY=LO..HI [--seeds N] [--recover-frequency F] [--resolution W] [flags]", planAbout)
 	f.define(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -90,6 +91,12 @@ func planCmd(ctx context.Context, env *Env, args []string) error {
 	designs, err := splitList(fs, "plan", "designs", f.designs)
 	if err != nil {
 		return err
+	}
+	if err := f.tip.check(fs); err != nil {
+		return err
+	}
+	if f.tip.spec != "" {
+		return f.runTipping(ctx, env, pos[0], designs)
 	}
 	g, goals, target, err := f.grid(pos[0], designs)
 	if err != nil {
@@ -111,32 +118,19 @@ func (f *planFlags) define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.force, "force", false, "run a grid of more than 10000 points")
 	fs.Var(&f.goals, "goal", "set a service goal over the defaults and the scenario's goals table, repeatable (`metric_max=N` or metric_min=N, every design; e.g. recovery_latency_ms_p99_max=5000)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	f.tip.define(fs)
 }
 
 // grid reads scenario name, the --goal flags, the sweeps and --size-for
 // into the plan's grid, its goals and the load to plan for.
 func (f *planFlags) grid(name string, designs []string) (*plan.Grid, []scenario.Check, float64, error) {
-	base := []string(f.set)
-	if f.seed != "" {
-		if _, err := strconv.ParseInt(f.seed, 10, 64); err != nil || strings.HasPrefix(f.seed, "-") {
-			return nil, nil, 0, usagef("plan: --seed %q is not an integer in 0..9223372036854775807", f.seed)
-		}
-		base = append(slices.Clone(base), "seed="+f.seed)
-	}
-	data, err := scenario.ReadFile(f.file)
+	load, base, err := f.loader(name)
 	if err != nil {
-		return nil, nil, 0, usageError{fmt.Errorf("plan: %w", err)}
+		return nil, nil, 0, err
 	}
 	goals, err := f.goalChecks()
 	if err != nil {
 		return nil, nil, 0, err
-	}
-	load := func(set []string) (*scenario.Scenario, error) {
-		file, err := scenario.Parse(f.file, data, &scenario.Options{Set: set, Target: name})
-		if err != nil {
-			return nil, err
-		}
-		return file.Scenario(name)
 	}
 	baseSc, err := load(base)
 	if err != nil {

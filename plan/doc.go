@@ -22,6 +22,15 @@
 //     the target load (a tie in cost goes to the lower recovery latency),
 //     and for every other design the goal that binds it there.
 //
+// For the request workload, FindTipping (stormsim plan --tipping) is a
+// search instead of a grid: per design, the largest load in LO..HI at
+// which the scenario's trigger still leaves the design recovered, found by
+// bisection with several seeds per probe. A probe is recovered when at
+// least a stated share of its seeds meet the recovery goal
+// (goodput_recovered_s_max, judged by Judge); probes whose frequencies
+// contradict monotonicity are reported. TippingFiles writes tipping.json,
+// tipping.csv and tipping.md.
+//
 // Sizing always comes from what the simulated store held
 // (report.Totals.StorePeakBytes) and did (StorePeakOpsPerS), never from a
 // formula.

@@ -333,20 +333,33 @@ func Run(ctx context.Context, g *Grid, opts *Options) (*Result, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	jobs := opts.Jobs
+	res := &Result{Grid: g, Rows: make([]Row, len(g.Points)*len(g.Designs))}
+	err := parallel(ctx, opts.Jobs, g.feedOrder(), func(ctx context.Context, i int) error {
+		return res.run(ctx, i, opts.Progress)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// parallel calls run for every index of order, jobs at a time (0 means
+// GOMAXPROCS), handing them out in that order. The first error cancels
+// the rest; it returns the error of the lowest index that failed other
+// than by cancellation, else the context's cause.
+func parallel(ctx context.Context, jobs int, order []int, run func(ctx context.Context, i int) error) error {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
-	res := &Result{Grid: g, Rows: make([]Row, len(g.Points)*len(g.Designs))}
-	errs := make([]error, len(res.Rows))
+	errs := make([]error, len(order))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(jobs, len(res.Rows)) {
+	for range min(jobs, len(order)) {
 		wg.Go(func() {
 			for i := range next {
-				errs[i] = res.run(ctx, i, opts.Progress)
+				errs[i] = run(ctx, i)
 				if errs[i] != nil {
 					cancel()
 				}
@@ -354,7 +367,7 @@ func Run(ctx context.Context, g *Grid, opts *Options) (*Result, error) {
 		})
 	}
 feed:
-	for _, i := range g.feedOrder() {
+	for _, i := range order {
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -365,13 +378,13 @@ feed:
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("plan: %w", context.Cause(ctx))
+		return fmt.Errorf("plan: %w", context.Cause(ctx))
 	}
-	return res, nil
+	return nil
 }
 
 // feedOrder is the order Run hands rows to its workers: the heaviest
