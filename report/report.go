@@ -304,22 +304,28 @@ func (d *Design) IsUnknown(name string) bool {
 
 // Totals are the counts of docs/domain.md §6.
 type Totals struct {
-	Calls            int64  `json:"calls"`
-	CallsCompleted   int64  `json:"calls_completed"`
-	CallsFailed      int64  `json:"calls_failed"`
-	CallsPending     int64  `json:"calls_pending"`
-	CallsReissued    int64  `json:"calls_reissued"`
-	EventsExpected   int64  `json:"events_expected"`
-	EventsDelivered  int64  `json:"events_delivered"`
-	EventsReplayed   int64  `json:"events_replayed"`
-	EventsLost       int64  `json:"events_lost"`
-	EventsPending    int64  `json:"events_pending"`
-	EventsDuplicated int64  `json:"events_duplicated"`
-	EventsRedone     int64  `json:"events_redone"`
-	EventsUnproduced int64  `json:"events_unproduced"`
-	EventsWasted     int64  `json:"events_wasted"`
-	EventsOutOfOrder int64  `json:"events_out_of_order"`
-	LostByCause      Causes `json:"lost_by_cause"`
+	Calls            int64 `json:"calls"`
+	CallsCompleted   int64 `json:"calls_completed"`
+	CallsFailed      int64 `json:"calls_failed"`
+	CallsPending     int64 `json:"calls_pending"`
+	CallsReissued    int64 `json:"calls_reissued"`
+	EventsExpected   int64 `json:"events_expected"`
+	EventsDelivered  int64 `json:"events_delivered"`
+	EventsReplayed   int64 `json:"events_replayed"`
+	EventsLost       int64 `json:"events_lost"`
+	EventsPending    int64 `json:"events_pending"`
+	EventsDuplicated int64 `json:"events_duplicated"`
+	EventsRedone     int64 `json:"events_redone"`
+	EventsUnproduced int64 `json:"events_unproduced"`
+	EventsWasted     int64 `json:"events_wasted"`
+	EventsOutOfOrder int64 `json:"events_out_of_order"`
+	// CallsCancelled counts the call attempts a server cancelled because
+	// their response stream closed before the result (2026-07-28), and
+	// EventsCancelled the events those attempts never produced: the work
+	// the server saved. Both are absent where nothing is cancelled.
+	CallsCancelled  int64  `json:"calls_cancelled,omitempty"`
+	EventsCancelled int64  `json:"events_cancelled,omitempty"`
+	LostByCause     Causes `json:"lost_by_cause"`
 
 	Drops           int64   `json:"drops"`
 	Reconnects      int64   `json:"reconnects"`

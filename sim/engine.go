@@ -134,6 +134,7 @@ type proc struct {
 type engine struct {
 	sc  *scenario.Scenario
 	d   *scenario.Design
+	cc  clients.Config // the design's client profile as its brains follow it: the era's lifecycle set
 	rng *rand.Rand
 	lb  topology.Policy
 	q   queue

@@ -168,8 +168,10 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 		return nil, fmt.Errorf("sim: design %s: %w", d.Name, err)
 	}
 	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
+	cc := d.Client
+	cc.Discover = caps.Discover
 	e := &engine{
-		sc: sc, d: d, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx, caps: caps,
+		sc: sc, d: d, cc: cc, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx, caps: caps,
 		hasSessions: caps.Sessions,
 		shared:      caps.Shared,
 		events:      caps.Events,
