@@ -50,6 +50,33 @@ type Report struct {
 	Host *Host `json:"host,omitempty"`
 	// Shards, in a report stormsim merge joined, is the shards it joined.
 	Shards *Shards `json:"shards,omitempty"`
+	// Interrupted, in a live report, says that a signal stopped the run
+	// before its end: its figures are of the histories recorded until
+	// then, and it gives no verdict.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
+}
+
+// Interruption is how far a live run got before SIGINT or SIGTERM stopped
+// it: the load stopped then, every call open then is pending, and the
+// designs that had not started are not in the report.
+type Interruption struct {
+	Design string   `json:"design"`            // the design whose run the signal stopped
+	AtS    float64  `json:"at_s"`              // how far into that design's run, s
+	NotRun []string `json:"not_run,omitempty"` // designs that never started, or whose judging the signal stopped
+}
+
+// InterruptedBanner is the line a report's summary starts with when a
+// signal stopped its run; "" when none did.
+func (r *Report) InterruptedBanner() string {
+	in := r.Interrupted
+	if in == nil {
+		return ""
+	}
+	s := fmt.Sprintf("INTERRUPTED: a signal stopped this live run %.1f s into design %s (of %g s): the figures are of the histories recorded until then, every call open then is pending, and the run gives no verdict.", in.AtS, in.Design, r.DurationS)
+	if len(in.NotRun) > 0 {
+		s += " Designs not run: " + strings.Join(in.NotRun, ", ") + "."
+	}
+	return s
 }
 
 // VerdictSaturated is Host.Verdict when the live engine fell behind its own
@@ -154,7 +181,11 @@ type Design struct {
 	Totals Totals `json:"totals"`
 	// Requests is the request workload's totals: runs of workload.kind =
 	// "requests" only.
-	Requests            *RequestTotals  `json:"requests,omitempty"`
+	Requests *RequestTotals `json:"requests,omitempty"`
+	// Cancelled is what closing response streams cancelled on the
+	// servers, in an era where that cancels the call (2026-07-28); nil
+	// in the eras before, where an abandoned call runs on.
+	Cancelled           *Cancelled      `json:"cancelled,omitempty"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
 	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
 	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
@@ -302,30 +333,35 @@ func (d *Design) IsUnknown(name string) bool {
 	return slices.Contains(d.Unknown, name)
 }
 
+// Cancelled counts the calls a server cancelled because their response
+// stream closed before the result, and the work that saved.
+type Cancelled struct {
+	// Calls are the call attempts cancelled: a re-issued call whose
+	// earlier attempt was cancelled counts once per attempt.
+	Calls int64 `json:"calls"`
+	// EventsSaved are the events those attempts never produced: without
+	// cancellation they would have been produced for nobody.
+	EventsSaved int64 `json:"events_saved"`
+}
+
 // Totals are the counts of docs/domain.md §6.
 type Totals struct {
-	Calls            int64 `json:"calls"`
-	CallsCompleted   int64 `json:"calls_completed"`
-	CallsFailed      int64 `json:"calls_failed"`
-	CallsPending     int64 `json:"calls_pending"`
-	CallsReissued    int64 `json:"calls_reissued"`
-	EventsExpected   int64 `json:"events_expected"`
-	EventsDelivered  int64 `json:"events_delivered"`
-	EventsReplayed   int64 `json:"events_replayed"`
-	EventsLost       int64 `json:"events_lost"`
-	EventsPending    int64 `json:"events_pending"`
-	EventsDuplicated int64 `json:"events_duplicated"`
-	EventsRedone     int64 `json:"events_redone"`
-	EventsUnproduced int64 `json:"events_unproduced"`
-	EventsWasted     int64 `json:"events_wasted"`
-	EventsOutOfOrder int64 `json:"events_out_of_order"`
-	// CallsCancelled counts the call attempts a server cancelled because
-	// their response stream closed before the result (2026-07-28), and
-	// EventsCancelled the events those attempts never produced: the work
-	// the server saved. Both are absent where nothing is cancelled.
-	CallsCancelled  int64  `json:"calls_cancelled,omitempty"`
-	EventsCancelled int64  `json:"events_cancelled,omitempty"`
-	LostByCause     Causes `json:"lost_by_cause"`
+	Calls            int64  `json:"calls"`
+	CallsCompleted   int64  `json:"calls_completed"`
+	CallsFailed      int64  `json:"calls_failed"`
+	CallsPending     int64  `json:"calls_pending"`
+	CallsReissued    int64  `json:"calls_reissued"`
+	EventsExpected   int64  `json:"events_expected"`
+	EventsDelivered  int64  `json:"events_delivered"`
+	EventsReplayed   int64  `json:"events_replayed"`
+	EventsLost       int64  `json:"events_lost"`
+	EventsPending    int64  `json:"events_pending"`
+	EventsDuplicated int64  `json:"events_duplicated"`
+	EventsRedone     int64  `json:"events_redone"`
+	EventsUnproduced int64  `json:"events_unproduced"`
+	EventsWasted     int64  `json:"events_wasted"`
+	EventsOutOfOrder int64  `json:"events_out_of_order"`
+	LostByCause      Causes `json:"lost_by_cause"`
 
 	Drops           int64   `json:"drops"`
 	Reconnects      int64   `json:"reconnects"`

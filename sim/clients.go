@@ -259,8 +259,8 @@ func (e *engine) disconnect(id int32, c *client) {
 func (e *engine) cancelAttempt(ai int32) {
 	e.endAttempt(ai, false)
 	a := &e.attempts[ai]
-	e.t.CallsCancelled++
-	e.t.EventsCancelled += int64(a.e - a.endN)
+	e.cancelled.Calls++
+	e.cancelled.EventsSaved += int64(a.e - a.endN)
 	if p := a.proc; e.procs[p].state == procDraining && len(e.procs[p].running) == 0 {
 		e.exitProc(p, true)
 	}

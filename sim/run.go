@@ -150,6 +150,10 @@ func row(d *scenario.Design, e *engine, fs []report.Fault) report.Design {
 		ReplayLatencyMS:   report.Summarise(e.replay),
 		RecoveryLatencyMS: report.Summarise(e.recov),
 	}
+	if e.caps.CancelOnClose {
+		c := e.cancelled
+		rd.Cancelled = &c
+	}
 	rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
 	rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
 	rd.Notes = append(rd.Notes, rd.UnknownNote())

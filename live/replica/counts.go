@@ -113,7 +113,8 @@ func (s *Server) countResult(stream string) bool {
 func (s *Server) Snapshot() *Counts {
 	s.cmu.Lock()
 	out := &Counts{PID: os.Getpid(), Frozen: s.frozen, Calls: make(map[string]*CallCount, len(s.counts.Calls)),
-		ResultsByStream: map[string]int{}, Produced: s.counts.Produced, ResultsSent: s.counts.ResultsSent, Killed: s.counts.Killed}
+		ResultsByStream: map[string]int{}, Produced: s.counts.Produced, ResultsSent: s.counts.ResultsSent, Killed: s.counts.Killed,
+		Cancelled: s.counts.Cancelled, EventsSaved: s.counts.EventsSaved}
 	for k, v := range s.counts.Calls {
 		cc := *v
 		out.Calls[k] = &cc
