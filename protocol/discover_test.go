@@ -48,7 +48,9 @@ func TestCheck(t *testing.T) {
 			w.Version, w.Params = "2025-11-25", json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}`)
 		}), 400, CodeUnsupportedVersion},
 		// a notification needs the headers, not the _meta
-		{"notification", with(func(w *Wire) { w.Request, w.Params, w.Method, w.MethodHead = false, nil, "notifications/cancelled", "notifications/cancelled" }), 0, 0},
+		{"notification", with(func(w *Wire) {
+			w.Request, w.Params, w.Method, w.MethodHead = false, nil, "notifications/cancelled", "notifications/cancelled"
+		}), 0, 0},
 	}
 	for _, c := range cases {
 		a := rev.Check(c.w)
