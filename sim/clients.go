@@ -257,6 +257,9 @@ func (e *engine) disconnect(id int32, c *client) {
 // it had not produced never are (the work the server saved). A draining
 // process that has nothing left to run exits.
 func (e *engine) cancelAttempt(ai int32) {
+	if e.or != nil {
+		e.or.cancel(e, ai, e.now)
+	}
 	e.endAttempt(ai, false)
 	a := &e.attempts[ai]
 	e.cancelled.Calls++

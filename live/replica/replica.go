@@ -581,7 +581,12 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 		case <-ctx.Done():
 			// The process died, or the client closed the stream in an era
 			// that cancels on close: the rest is never produced.
-			s.countKilled(c, s.callsC.Err() == nil)
+			if cancelled := s.callsC.Err() == nil; cancelled {
+				s.countKilled(c, true)
+				s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "cancelled": true, "t_ns": time.Now().UnixNano()})
+				return
+			}
+			s.countKilled(c, false)
 			return
 		case <-tick.C:
 		}

@@ -379,12 +379,13 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var rec struct {
-				Session string `json:"session"`
-				Token   string `json:"token"`
-				Index   int32  `json:"index"`
-				TNS     int64  `json:"t_ns"`
-				Start   bool   `json:"start"`
-				GoRedis string `json:"go_redis"`
+				Session   string `json:"session"`
+				Token     string `json:"token"`
+				Index     int32  `json:"index"`
+				TNS       int64  `json:"t_ns"`
+				Start     bool   `json:"start"`
+				Cancelled bool   `json:"cancelled"`
+				GoRedis   string `json:"go_redis"`
 			}
 			if json.Unmarshal(sc.Bytes(), &rec) != nil {
 				continue // a line cut short by SIGKILL
@@ -398,7 +399,7 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 				continue
 			}
 			out = append(out, history.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
-				Replica: slot, Session: rec.Session})
+				Cancelled: rec.Cancelled, Replica: slot, Session: rec.Session})
 		}
 		fh.Close()
 		if err := sc.Err(); err != nil {
