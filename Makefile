@@ -36,13 +36,19 @@ node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/
 # make conformance-deps: the official MCP conformance suite (conformance/package.json pins
 # @modelcontextprotocol/conformance 0.1.16, and the npm package node 22.23.3, whose install fetches
 # Node.js 22 from the npm registry: the suite needs Node >= 22, and the ts-sdk flavours keep running
-# on the machine's Node 20), installed by npm ci into conformance/node_modules.
-# It installs again only when the lockfile changes (the stamp file is newer than it), so that make test
+# on the machine's Node 20), installed by npm ci into conformance/node_modules; and the pre-release
+# suite that checks the 2026-07-28 revision (conformance/2026/package.json pins 0.2.0-alpha.12), into
+# conformance/2026/node_modules, so that the 2025 eras keep 0.1.16.
+# Each installs again only when its lockfile changes (the stamp file is newer than it), so that make test
 # does not fetch Node.js each time.
-conformance-deps: conformance/node_modules/.installed ## install the MCP conformance suite and the Node.js 22 it runs on: npm ci in conformance/ (needs npm)
+conformance-deps: conformance/node_modules/.installed conformance/2026/node_modules/.installed ## install the MCP conformance suites (0.1.16, and 0.2.0-alpha.12 for 2026-07-28) and the Node.js 22 they run on: npm ci in conformance/ and conformance/2026/ (needs npm)
 
 conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund
+	touch $@
+
+conformance/2026/node_modules/.installed: conformance/2026/package.json conformance/2026/package-lock.json
+	cd conformance/2026 && npm ci --no-audit --no-fund
 	touch $@
 
 # make conformance: the suite's server scenarios against every server stormsim ships and its
@@ -122,14 +128,16 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # own (go test's default, 10 minutes a package, is what a loaded machine reaches first).
 # live/conformance's TestConformanceReference runs the MCP conformance suite's server scenarios
 # against the reference replica (one run of the suite, about 10 s); the rest of the suite, every
-# other server and the client scenarios, is in LONG_TESTS (TestConformanceServers, TestConformanceClients).
+# other server and the client scenarios, is in LONG_TESTS (TestConformanceServers, TestConformanceClients),
+# with the pre-release suite's 2026-07-28 server scenarios against the replica at that era
+# (TestConformance2026, about 10 s).
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 120 s, mostly waiting on real time), in the live stage beside the live
 # packages: the stage outside live/ is the longer one (the CLI's and the simulator's CPU-bound tests).
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
+LONG_TESTS := ^(TestConformanceServers|TestConformanceClients|TestConformance2026|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
 # go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
 # the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the

@@ -16,9 +16,10 @@ const (
 	ReqResume          // GET with Last-Event-ID
 	ReqStandalone      // GET without Last-Event-ID: the standalone stream
 	ReqDelete          // DELETE: end the session
+	ReqDiscover        // POST server/discover: how a 2026-07-28 client opens (Config.Discover)
 )
 
-var reqNames = [...]string{"none", "initialize", "initialized", "call", "resume", "standalone", "delete"}
+var reqNames = [...]string{"none", "initialize", "initialized", "call", "resume", "standalone", "delete", "discover"}
 
 func (r Req) String() string { return reqNames[r] }
 
@@ -238,13 +239,13 @@ func (b *Brain) startCall(renew bool) Action {
 			return b.send(ReqDelete, false)
 		}
 		b.session, b.initialized, b.missing = false, false, false
-		return b.send(ReqInitialize, true)
+		return b.open(true)
 	}
 	if b.closed {
 		return b.fail(CauseAbandoned) // go-sdk: "connection closed", no request
 	}
 	if !b.initialized {
-		return b.send(ReqInitialize, false)
+		return b.open(false)
 	}
 	return b.send(ReqCall, false)
 }
@@ -258,7 +259,16 @@ func (b *Brain) reinit() Action {
 	b.session, b.initialized, b.missing, b.reissue = false, false, false, true
 	b.Reissues++
 	b.hasID, b.cursor, b.mark = false, -1, -1
-	return b.send(ReqInitialize, true)
+	return b.open(true)
+}
+
+// open sends the request that opens a client's conversation with a
+// server: initialize, or server/discover in an era without one.
+func (b *Brain) open(reconnect bool) Action {
+	if b.cfg.Discover {
+		return b.send(ReqDiscover, reconnect)
+	}
+	return b.send(ReqInitialize, reconnect)
 }
 
 func (b *Brain) on404() Action {
@@ -305,7 +315,7 @@ func (b *Brain) onError(c Cause) Action {
 // others give up.
 func (b *Brain) retryStatus(r Req, hint time.Duration) Action {
 	if b.cfg.RetryOn != RetryOnAny {
-		if r == ReqInitialize || r == ReqInitialized {
+		if r == ReqInitialize || r == ReqInitialized || r == ReqDiscover {
 			b.session, b.initialized = false, false
 		}
 		return b.giveUp(r, CauseAbandoned)
@@ -366,6 +376,13 @@ func (b *Brain) response(in Input) Action {
 			return b.send(ReqInitialized, false)
 		}
 		return b.retryStatus(ReqInitialize, in.RetryHint)
+	case ReqDiscover:
+		if ok {
+			// Nothing to hold: no session, no initialized notification.
+			b.initialized, b.session, b.missing = true, false, false
+			return b.send(ReqCall, false)
+		}
+		return b.retryStatus(ReqDiscover, in.RetryHint)
 	case ReqInitialized:
 		switch {
 		case ok:
@@ -423,7 +440,7 @@ func (b *Brain) response(in Input) Action {
 		b.session, b.initialized, b.missing = false, false, false
 		if b.renewing && b.inCall {
 			b.renewing = false
-			return b.send(ReqInitialize, true)
+			return b.open(true)
 		}
 		return Action{Kind: ActIdle}
 	}

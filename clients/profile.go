@@ -118,6 +118,11 @@ type Config struct {
 	RequestTimeout time.Duration `toml:"request_timeout" json:"request_timeout,omitempty"`
 	RequestRetries int           `toml:"request_retries" json:"request_retries,omitempty"`
 	RequestBackoff string        `toml:"request_backoff" json:"request_backoff,omitempty"`
+	// Discover is set by the engine from the design's era
+	// (protocol.Caps.Discover), never by a profile: the client opens with
+	// server/discover, holds no session and sends no initialized
+	// notification (2026-07-28).
+	Discover bool `toml:"-" json:"-"`
 }
 
 // Client implementations of the live engine.

@@ -99,8 +99,12 @@ type Produced struct {
 	Index                int32
 	T                    int64
 	Start                bool
-	Replica              int    // the slot whose log it came from
-	Session              string // the session the call ran in, "" when none
+	// Cancelled: no event; the attempt's server cancelled it at T, as its
+	// response stream closed before the result (2026-07-28). Its
+	// production stopped there, and no process died.
+	Cancelled bool   `json:",omitempty"`
+	Replica   int    // the slot whose log it came from
+	Session   string // the session the call ran in, "" when none
 }
 
 // Applied is a fault step as the live engine carried it out.

@@ -27,9 +27,12 @@ type attemptState struct {
 	n      int32
 	start  int64
 	lastT  int64
-	maxIdx int32           // highest index produced, 0 when none past the priming event
-	prod   map[int32]int64 // index -> production time
-	recv   map[int32]bool  // indices received on this attempt's streams
+	maxIdx int32 // highest index produced, 0 when none past the priming event
+	// cancelled: its server cancelled it when its response stream closed
+	// (Produced.Cancelled): its production stopped, and no process died.
+	cancelled bool
+	prod      map[int32]int64 // index -> production time
+	recv      map[int32]bool  // indices received on this attempt's streams
 }
 
 type callState struct {
@@ -157,6 +160,10 @@ func (jd *judging) production() {
 			continue // a call the history does not know: not one of ours
 		}
 		a := cs.attempt(p.Attempt)
+		if p.Cancelled {
+			a.cancelled = true
+			continue
+		}
 		if a.start < 0 || p.T < a.start {
 			a.start = p.T
 		}
@@ -422,7 +429,7 @@ func unproduced(h *History, cs *callState, t *report.Totals, j *Judgment) {
 	// Production: deaths (unproduced), re-done work, waste.
 	death := int64(-1)
 	for _, a := range cs.attempts {
-		if a == nil || a.start < 0 || a.maxIdx >= c.E || a.lastT+3*h.Interval >= h.Horizon {
+		if a == nil || a.cancelled || a.start < 0 || a.maxIdx >= c.E || a.lastT+3*h.Interval >= h.Horizon {
 			continue
 		}
 		at := a.lastT + h.Interval

@@ -67,10 +67,15 @@ type Answer struct {
 	RetryHint time.Duration
 	// Why says what the status means, for a response body.
 	Why string
+	// Code is the JSON-RPC error the body carries with the status (0: a
+	// plain answer): CodeMethodNotFound for a method the server lacks, the
+	// revision's header and _meta errors (Check). Data goes with it.
+	Code int
+	Data any
 }
 
 // OK reports whether the request is served: a stream or a result follows.
-func (a Answer) OK() bool { return a.Status == 200 || a.Status == 202 }
+func (a Answer) OK() bool { return (a.Status == 200 || a.Status == 202) && a.Code == 0 }
 
 // Fixed answers outside a design's rules.
 var (
@@ -82,6 +87,9 @@ var (
 	Malformed = Answer{Status: 400, Why: "malformed request"}
 	// NoMethod answers an HTTP method the endpoint does not serve.
 	NoMethod = Answer{Status: 405, Why: "method not allowed"}
+	// NoBody answers a served message that gets no answer: a notification
+	// or a response.
+	NoBody = Answer{Status: 202}
 )
 
 // Serve answers request r, asking f for its facts in the fixed order. A
@@ -89,9 +97,27 @@ var (
 func (c Caps) Serve(r Request, f Facts) Answer {
 	switch r.Kind {
 	case clients.ReqInitialize:
+		if c.Discover {
+			return c.NotFound("initialize")
+		}
 		return c.initialize(r, f)
 	case clients.ReqInitialized:
+		if c.Discover {
+			return c.NotFound("notifications/initialized")
+		}
 		return c.withSession(f, Answer{Status: 202})
+	case clients.ReqNone:
+		// Any other message (tools/list, a notification): the session
+		// check alone.
+		return c.withSession(f, Answer{Status: 200})
+	case clients.ReqDiscover:
+		switch {
+		case !c.Discover:
+			return c.NotFound("server/discover")
+		case r.Draining:
+			return draining
+		}
+		return Answer{Status: 200}
 	case clients.ReqCall:
 		if a := c.withSession(f, Answer{Status: 200}); !a.OK() {
 			return a
@@ -112,6 +138,19 @@ func (c Caps) Serve(r Request, f Facts) Answer {
 }
 
 var draining = Answer{Status: 503, Draining: true, Why: "draining"}
+
+// NotFound answers a request for a method the server does not have: a
+// JSON-RPC -32601 error, sent with 200 before 2026-07-28 and with 404
+// from it on (Caps.Discover), which tells a client that this server
+// speaks only the new revision (initialize and the other methods it
+// removed are answered so).
+func (c Caps) NotFound(method string) Answer {
+	a := Answer{Status: 200, Code: CodeMethodNotFound, Why: "method not found: " + method}
+	if c.Discover {
+		a.Status = 404
+	}
+	return a
+}
 
 func (c Caps) initialize(r Request, f Facts) Answer {
 	if r.Draining {

@@ -11,6 +11,12 @@ type era struct {
 	resume    bool // event ids and Last-Event-ID resumption
 	priming   bool // a stream opens with an empty priming event that has an id
 	pollClose bool // a server may close a stream with a retry hint (SSE polling)
+	// discover: no initialize; a client opens with server/discover, every
+	// request carries its _meta and the revision's headers (2026-07-28).
+	discover bool
+	// cancelOnClose: closing a response stream cancels its call on the
+	// server (2026-07-28); before, an abandoned call keeps running.
+	cancelOnClose bool
 }
 
 // eras are the protocol versions stormsim models (topology.Eras lists
@@ -18,7 +24,7 @@ type era struct {
 var eras = map[string]era{
 	"2025-06-18": {sessions: true, resume: true},
 	"2025-11-25": {sessions: true, resume: true, priming: true, pollClose: true},
-	"2026-07-28": {}, // stateless: no sessions, no resumption
+	"2026-07-28": {discover: true, cancelOnClose: true}, // stateless: no sessions, no resumption
 }
 
 // Caps is what one design's replica can do: its era and axes resolved
@@ -41,6 +47,16 @@ type Caps struct {
 	Priming bool
 	// PollClose: the server may close a stream with a retry hint.
 	PollClose bool
+	// Discover: the era has no initialize and no initialized notification;
+	// server/discover describes the server, and each request carries what
+	// it needs in _meta, checked against the revision's headers (Check).
+	// A method the server lacks, the removed ones among them, is a 404
+	// with a JSON-RPC -32601 body.
+	Discover bool
+	// CancelOnClose: a response stream that closes before its result
+	// cancels the call on the server: its work and its events stop. In the
+	// eras before, a disconnect cancels nothing.
+	CancelOnClose bool
 }
 
 // CapsOf resolves an era ("" is DefaultEra) and a design's sessions and
@@ -54,7 +70,7 @@ func CapsOf(eraName, sessions, events string) Caps {
 	if !ok {
 		er = eras[DefaultEra]
 	}
-	c := Caps{Era: eraName, NoResume: !er.resume, Events: events}
+	c := Caps{Era: eraName, NoResume: !er.resume, Events: events, Discover: er.discover, CancelOnClose: er.cancelOnClose}
 	c.Sessions = er.sessions && sessions != "" && sessions != topology.SessionsNone
 	c.Shared = c.Sessions && sessions == topology.SessionsShared
 	if !er.resume || events == "" {

@@ -5,7 +5,10 @@
 // standalone GET, a resume, DELETE), the admission rules (Admission: the
 // admission bucket, the connection-rate limit, the accept queue and the hint
 // on a 503), the retry hint and its spread (Hint), and the drain and orphan
-// rules.
+// rules. From the 2026-07-28 revision on (Caps.Discover) a client opens
+// with server/discover instead of initialize, Check decides each POST's
+// headers and _meta, a method the server lacks is a 404 (NotFound), and a
+// closed response stream cancels its call (Caps.CancelOnClose).
 //
 // Like clients.Brain, it reads no clock, does no I/O and starts no
 // goroutine. A replica learns what it needs through I/O (the session

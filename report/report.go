@@ -181,7 +181,11 @@ type Design struct {
 	Totals Totals `json:"totals"`
 	// Requests is the request workload's totals: runs of workload.kind =
 	// "requests" only.
-	Requests            *RequestTotals  `json:"requests,omitempty"`
+	Requests *RequestTotals `json:"requests,omitempty"`
+	// Cancelled is what closing response streams cancelled on the
+	// servers, in an era where that cancels the call (2026-07-28); nil
+	// in the eras before, where an abandoned call runs on.
+	Cancelled           *Cancelled      `json:"cancelled,omitempty"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
 	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
 	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
@@ -327,6 +331,17 @@ func (d *Design) IsUnknown(name string) bool {
 		name = "lost_by_cause." + cause
 	}
 	return slices.Contains(d.Unknown, name)
+}
+
+// Cancelled counts the calls a server cancelled because their response
+// stream closed before the result, and the work that saved.
+type Cancelled struct {
+	// Calls are the call attempts cancelled: a re-issued call whose
+	// earlier attempt was cancelled counts once per attempt.
+	Calls int64 `json:"calls"`
+	// EventsSaved are the events those attempts never produced: without
+	// cancellation they would have been produced for nobody.
+	EventsSaved int64 `json:"events_saved"`
 }
 
 // Totals are the counts of docs/domain.md §6.

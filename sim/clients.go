@@ -10,7 +10,7 @@ import (
 
 func (e *engine) initClient(id int32) {
 	c := &e.clients[id]
-	c.brain.Init(&e.d.Client, e.rng)
+	c.brain.Init(&e.cc, e.rng)
 	workload.Seed(&c.work, &c.drops, e.sc.Seed, int(id))
 	c.sessProc, c.dropSched, c.nextDrop, c.renewAt = -1, -1, 0, -1
 	c.call.attempt, c.call.dropAt = -1, -1
@@ -247,6 +247,26 @@ func (e *engine) disconnect(id int32, c *client) {
 		e.open--
 	}
 	c.conn = conn{}
+	if k.kind == connCall && e.caps.CancelOnClose && !e.attempts[k.attempt].ended {
+		e.cancelAttempt(k.attempt)
+	}
+}
+
+// cancelAttempt ends an attempt whose response stream closed before its
+// result, in an era where closing the stream cancels the call: the events
+// it had not produced never are (the work the server saved). A draining
+// process that has nothing left to run exits.
+func (e *engine) cancelAttempt(ai int32) {
+	if e.or != nil {
+		e.or.cancel(e, ai, e.now)
+	}
+	e.endAttempt(ai, false)
+	a := &e.attempts[ai]
+	e.cancelled.Calls++
+	e.cancelled.EventsSaved += int64(a.e - a.endN)
+	if p := a.proc; e.procs[p].state == procDraining && len(e.procs[p].running) == 0 {
+		e.exitProc(p, true)
+	}
 }
 
 // settle counts what the client's connection delivered up to now.

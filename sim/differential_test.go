@@ -81,14 +81,18 @@ type diffCase struct {
 }
 
 var diffCases = []diffCase{
-	// every era answers an initialize
+	// every era before 2026-07-28 answers an initialize; that one removed
+	// it, and answers it 404 (method not found), and server/discover
 	{"initialize 2025-11-25 memory", "memory", fresh, clients.ReqInitialize, false, outcome{Status: 200}},
 	{"initialize 2025-06-18 no store", "nostore", fresh, clients.ReqInitialize, false, outcome{Status: 200}},
-	{"initialize 2026-07-28 stateless", "stateless", fresh, clients.ReqInitialize, false, outcome{Status: 200}},
+	{"initialize 2026-07-28 stateless 404", "stateless", fresh, clients.ReqInitialize, false, outcome{Status: 404}},
 	{"initialize redis shared", "redis", fresh, clients.ReqInitialize, false, outcome{Status: 200}},
-	// the initialized notification
+	{"discover 2026-07-28 stateless", "stateless", fresh, clients.ReqDiscover, false, outcome{Status: 200}},
+	{"discover 2026-07-28 draining 503", "stateless", draining, clients.ReqDiscover, false, outcome{Status: 503}},
+	{"call 2026-07-28 stateless", "stateless", fresh, clients.ReqCall, false, outcome{Status: 200}},
+	// the initialized notification, gone with initialize in 2026-07-28
 	{"initialized 202", "memory", session, clients.ReqInitialized, false, outcome{Status: 202}},
-	{"initialized 202 stateless", "stateless", fresh, clients.ReqInitialized, false, outcome{Status: 202}},
+	{"initialized 2026-07-28 stateless 404", "stateless", fresh, clients.ReqInitialized, false, outcome{Status: 404}},
 	// calls and the session check
 	{"call 200", "memory", session, clients.ReqCall, false, outcome{Status: 200}},
 	{"call without a session id 400", "memory", noHeader, clients.ReqCall, false, outcome{Status: 400}},
@@ -297,6 +301,10 @@ type liveReplica struct {
 	last string // the Last-Event-ID a resume sends
 	// redis is the replica's redis-server, for the Redis rows.
 	redis *diffRedis
+	// rev: the design's era is 2026-07-28's (protocol.Caps.Discover), so
+	// a POST carries the revision's headers and _meta.
+	rev bool
+	era string
 }
 
 // liveDecide brings a real replica to the row's state with real requests
@@ -332,7 +340,7 @@ func startLive(t *testing.T, d *scenario.Design, rs *diffRedis, private bool) *l
 	s := replica.New(cfg)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() { s.Kill(); ts.Close() })
-	return &liveReplica{t: t, srv: s, url: ts.URL + "/mcp", redis: rs}
+	return &liveReplica{t: t, srv: s, url: ts.URL + "/mcp", redis: rs, rev: protocol.CapsOf(d.Era, d.Sessions, d.Events).Discover, era: d.Era}
 }
 
 // liveState brings the replica to st with real requests.
@@ -347,7 +355,9 @@ func (l *liveReplica) liveState(st state) {
 		l.sess = "0123456789abcdef0123456789abcdef"
 		return
 	}
-	l.sess = l.initialize()
+	if !l.rev { // the revision has no initialize and no session
+		l.sess = l.initialize()
+	}
 	switch st {
 	case storeDown:
 		if err := l.redis.srv.Stop(); err != nil {
@@ -446,19 +456,58 @@ func readIDs(t *testing.T, br *bufio.Reader, n int) []string {
 	return ids
 }
 
+// post POSTs a JSON-RPC message of method with params (a JSON object,
+// "" for none), with an id unless it is a notification; under the
+// revision with its headers and a request's _meta.
+func (l *liveReplica) post(id, method, params string) *http.Response {
+	if !l.rev {
+		return l.request("POST", rpcBody(id, method, params), nil)
+	}
+	hdr := map[string]string{protocol.HeaderVersion: l.era, protocol.HeaderMethod: method}
+	if method == "tools/call" {
+		hdr[protocol.HeaderName] = "stream"
+	}
+	if id != "" {
+		meta := fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, protocol.MetaVersion, l.era, protocol.MetaCapabilities)
+		if params == "" {
+			params = "{" + meta + "}"
+		} else {
+			params = strings.TrimSuffix(params, "}") + "," + meta + "}"
+		}
+	}
+	return l.request("POST", rpcBody(id, method, params), hdr)
+}
+
+func rpcBody(id, method, params string) string {
+	b := `{"jsonrpc":"2.0","method":"` + method + `"`
+	if id != "" {
+		b += `,"id":` + id
+	}
+	if params != "" {
+		b += `,"params":` + params
+	}
+	return b + "}"
+}
+
 // send sends the row's request and reads the decision off the response.
 func (l *liveReplica) send(r clients.Req) outcome {
 	var resp *http.Response
 	switch r {
 	case clients.ReqInitialize:
+		if l.rev {
+			resp = l.post("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+			break
+		}
 		sess := l.sess
 		l.sess = ""
 		resp = l.request("POST", initBody, nil)
 		l.sess = sess
 	case clients.ReqInitialized:
-		resp = l.request("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+		resp = l.post("", "notifications/initialized", "")
+	case clients.ReqDiscover:
+		resp = l.post("4", "server/discover", "")
 	case clients.ReqCall:
-		resp = l.request("POST", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"stream","arguments":{"events":1,"interval_ms":1}}}`, nil)
+		resp = l.post("3", "tools/call", `{"name":"stream","arguments":{"events":1,"interval_ms":1}}`)
 	case clients.ReqStandalone:
 		resp = l.request("GET", "", nil)
 	case clients.ReqResume:

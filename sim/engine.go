@@ -132,12 +132,16 @@ type proc struct {
 
 // engine runs one design.
 type engine struct {
-	sc  *scenario.Scenario
-	d   *scenario.Design
-	rng *rand.Rand
-	lb  topology.Policy
-	q   queue
-	now int64
+	sc *scenario.Scenario
+	d  *scenario.Design
+	cc clients.Config // the design's client profile as its brains follow it: the era's lifecycle set
+	// cancelled counts the attempts a closed response stream cancelled
+	// (caps.CancelOnClose).
+	cancelled report.Cancelled
+	rng       *rand.Rand
+	lb        topology.Policy
+	q         queue
+	now       int64
 
 	caps protocol.Caps // what the design's replicas do (era and axes)
 	// mutate, when set, rewrites protocol's answer before the engine

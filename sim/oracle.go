@@ -232,6 +232,14 @@ func (o *oracle) startAttempt(e *engine, id, ai int32, now int64) {
 	}
 }
 
+// cancel records that attempt ai was cancelled now, as its response
+// stream closed: its production stops, and no process died.
+func (o *oracle) cancel(e *engine, ai int32, now int64) {
+	a := &e.attempts[ai]
+	o.h.Produced = append(o.h.Produced, history.Produced{Client: a.client, Seq: o.aseq[ai], Attempt: o.attN[ai], T: now, Cancelled: true,
+		Replica: int(e.procs[a.proc].slot)})
+}
+
 // connect records a stream that opens now; a replay that arrives now is
 // delivered at once, a later one when it arrives.
 func (o *oracle) connect(e *engine, id int32, c *client, now int64) {

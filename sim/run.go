@@ -150,6 +150,10 @@ func row(d *scenario.Design, e *engine, fs []report.Fault) report.Design {
 		ReplayLatencyMS:   report.Summarise(e.replay),
 		RecoveryLatencyMS: report.Summarise(e.recov),
 	}
+	if e.caps.CancelOnClose {
+		c := e.cancelled
+		rd.Cancelled = &c
+	}
 	rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
 	rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
 	rd.Notes = append(rd.Notes, rd.UnknownNote())
@@ -168,8 +172,10 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 		return nil, fmt.Errorf("sim: design %s: %w", d.Name, err)
 	}
 	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
+	cc := d.Client
+	cc.Discover = caps.Discover
 	e := &engine{
-		sc: sc, d: d, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx, caps: caps,
+		sc: sc, d: d, cc: cc, rng: rng, lb: lb, arrivals: arrivals, steps: steps, ctx: ctx, caps: caps,
 		hasSessions: caps.Sessions,
 		shared:      caps.Shared,
 		events:      caps.Events,

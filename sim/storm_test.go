@@ -196,5 +196,22 @@ func TestFactEra2026(t *testing.T) {
 		if a.DroppedCalls == 0 || a.DroppedResumedOnly != 0 || a.DroppedFailed+a.DroppedReissued+a.DroppedPending != a.DroppedCalls {
 			t.Errorf("%s: %d dropped calls: %d re-issued, %d failed, %d pending, %d neither", d.Name, a.DroppedCalls, a.DroppedReissued, a.DroppedFailed, a.DroppedPending, a.DroppedResumedOnly)
 		}
+		// Closing a response stream cancels the call: its work stops at the
+		// drop, so nothing is produced for a client that left.
+		if c := d.Cancelled; c == nil || c.Calls == 0 || c.EventsSaved == 0 || tt.EventsWasted != 0 {
+			t.Errorf("%s: cancelled %+v, %d events wasted; want calls cancelled, events saved and none wasted", d.Name, c, tt.EventsWasted)
+		}
+	}
+}
+
+// The same storm at 2025-11-25, stateless: a dropped call is re-issued,
+// and the attempt it left keeps running for nobody (wasted), as the eras
+// before 2026-07-28 have it; nothing is cancelled.
+func TestFactEra2025RunsOn(t *testing.T) {
+	t.Parallel()
+	out := run(t, load(t, "era-2026", `era="2025-11-25"`), "stateless")
+	d := design(t, out, "stateless")
+	if d.Cancelled != nil || d.Totals.EventsWasted == 0 {
+		t.Errorf("cancelled %+v, %d events wasted; want nothing cancelled and the abandoned attempts' events wasted", d.Cancelled, d.Totals.EventsWasted)
 	}
 }

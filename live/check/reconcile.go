@@ -44,6 +44,7 @@ type AttemptCount struct {
 	ResultsSent     int   // its result written to a client
 	Killed          bool  // its producer stopped before the result
 	KilledAt        int64 // ns since the start of the run
+	Cancelled       bool  // killed because its response stream closed (protocol.Caps.CancelOnClose)
 	// Memory is true for an in-memory event store; StoreFirst is then the
 	// first index the store still held when the counters were read (-1: no
 	// such stream), and StoreGone says the store went with its process

@@ -103,12 +103,23 @@ type outcome struct {
 // folder, and returns each scenario's outcome by name.
 func suite(t *testing.T, args ...string) map[string]outcome {
 	t.Helper()
-	dir := filepath.Join(root, "conformance", "node_modules")
+	res, err := outcomes(runSuite(t, "conformance", args...))
+	if err != nil || len(res) == 0 {
+		t.Fatalf("conformance %s: no results (%v)", strings.Join(args, " "), err)
+	}
+	return res
+}
+
+// runSuite runs the conformance CLI installed in folder (under the
+// module's root) with args, and returns the folder of its results.
+func runSuite(t *testing.T, folder string, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(root, folder, "node_modules")
 	node := filepath.Join(dir, "node", "bin", "node")
 	cli := filepath.Join(dir, "@modelcontextprotocol", "conformance", "dist", "index.js")
 	for _, p := range []string{node, cli} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("the conformance suite is not installed (%v): make conformance-deps installs it (npm ci in conformance/)", err)
+			t.Fatalf("the conformance suite is not installed (%v): make conformance-deps installs it (npm ci in %s/)", err, folder)
 		}
 	}
 	node, _ = filepath.Abs(node)
@@ -120,11 +131,10 @@ func suite(t *testing.T, args ...string) map[string]outcome {
 	// runs on comes first on the PATH.
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(node)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	log, _ := cmd.CombinedOutput() // it exits 1 on any failure: the outcomes say which
-	res, err := outcomes(out)
-	if err != nil || len(res) == 0 {
+	if entries, err := os.ReadDir(out); err != nil || len(entries) == 0 {
 		t.Fatalf("conformance %s: no results (%v); its output:\n%s", strings.Join(args, " "), err, log)
 	}
-	return res
+	return out
 }
 
 // stamp is the time the suite appends to each result folder's name.

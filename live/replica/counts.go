@@ -26,17 +26,24 @@ type Counts struct {
 	Produced        int64          `json:"produced"`     // events 1..E produced, over every call
 	ResultsSent     int64          `json:"results_sent"` // results sent (or whose write failed) to a client, on any stream
 	Killed          int64          `json:"killed"`       // calls whose producer stopped before the result
+	// Cancelled counts the killed calls that stopped because their
+	// client's response stream closed (protocol.Caps.CancelOnClose), and
+	// EventsSaved the events 1..E they never produced: the work the
+	// server saved.
+	Cancelled   int64 `json:"cancelled,omitempty"`
+	EventsSaved int64 `json:"events_saved,omitempty"`
 }
 
 // CallCount is one call attempt as its replica counted it.
 type CallCount struct {
 	Session     string `json:"session"`
 	Stream      string `json:"stream"`
-	Events      int    `json:"events"`       // the call's length E
-	Produced    int    `json:"produced"`     // events 1..E produced
-	ResultsSent int    `json:"results_sent"` // times its result went out on one of its streams
-	Killed      bool   `json:"killed"`       // its producer stopped before the result
-	KilledNS    int64  `json:"killed_ns"`    // when (Unix ns); 0 when not killed
+	Events      int    `json:"events"`              // the call's length E
+	Produced    int    `json:"produced"`            // events 1..E produced
+	ResultsSent int    `json:"results_sent"`        // times its result went out on one of its streams
+	Killed      bool   `json:"killed"`              // its producer stopped before the result
+	KilledNS    int64  `json:"killed_ns"`           // when (Unix ns); 0 when not killed
+	Cancelled   bool   `json:"cancelled,omitempty"` // killed because its response stream closed
 	// StoreFirst is, for an in-memory store, the first index the store
 	// still held for the call's stream at the snapshot (later than the last
 	// index when it holds none), or -1 when it held no such stream; 0 for
@@ -68,12 +75,18 @@ func (s *Server) countProduced(c *call) {
 	s.cmu.Unlock()
 }
 
-// countKilled records that c's producer stopped before its result.
-func (s *Server) countKilled(c *call) {
+// countKilled records that c's producer stopped before its result;
+// cancelled when its response stream closed rather than the process died.
+func (s *Server) countKilled(c *call, cancelled bool) {
 	s.cmu.Lock()
 	if cc := s.counts.Calls[c.token]; cc != nil && !cc.Killed {
 		cc.Killed, cc.KilledNS = true, time.Now().UnixNano()
 		s.counts.Killed++
+		if cancelled {
+			cc.Cancelled = true
+			s.counts.Cancelled++
+			s.counts.EventsSaved += int64(cc.Events - cc.Produced)
+		}
 	}
 	s.cmu.Unlock()
 }
@@ -100,7 +113,8 @@ func (s *Server) countResult(stream string) bool {
 func (s *Server) Snapshot() *Counts {
 	s.cmu.Lock()
 	out := &Counts{PID: os.Getpid(), Frozen: s.frozen, Calls: make(map[string]*CallCount, len(s.counts.Calls)),
-		ResultsByStream: map[string]int{}, Produced: s.counts.Produced, ResultsSent: s.counts.ResultsSent, Killed: s.counts.Killed}
+		ResultsByStream: map[string]int{}, Produced: s.counts.Produced, ResultsSent: s.counts.ResultsSent, Killed: s.counts.Killed,
+		Cancelled: s.counts.Cancelled, EventsSaved: s.counts.EventsSaved}
 	for k, v := range s.counts.Calls {
 		cc := *v
 		out.Calls[k] = &cc

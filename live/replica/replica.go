@@ -5,7 +5,9 @@
 // the result, at a fixed interval; every SSE event carries an id
 // "<stream>_<index>" from the event store, the priming event taking index 0.
 //
-// A disconnect does not cancel a call. A GET with Last-Event-ID replays that
+// A disconnect does not cancel a call, except in an era that cancels on
+// close (protocol.Caps.CancelOnClose, 2026-07-28): there the call's work
+// stops when its response stream closes. A GET with Last-Event-ID replays that
 // stream's events after the cursor and then follows the call live: from the
 // producer in this process, or, with shared sessions, from Redis while the
 // producer's lease holds. Drain closes the streams with a retry hint, lets
@@ -106,6 +108,10 @@ type call struct {
 	logHead         []byte // the production log line after the index, up to the time
 	logTail         []byte // and after the time
 	total           int
+	// cancel ends the call's work: the replica's death (every call), or,
+	// in an era that cancels on close, its response stream closing.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	events []store.Event // every event produced, for subscribers that join late
@@ -219,6 +225,22 @@ func (s *Server) fail(w http.ResponseWriter, a protocol.Answer) {
 	http.Error(w, why, a.Status)
 }
 
+// rpcFail writes an answer that carries a JSON-RPC error (a.Code) for the
+// request id: its status and the error.
+func (s *Server) rpcFail(w http.ResponseWriter, id json.RawMessage, a protocol.Answer) {
+	if a.Code == 0 {
+		s.fail(w, a)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.Status)
+	e := map[string]any{"code": a.Code, "message": a.Why}
+	if a.Data != nil {
+		e["data"] = a.Data
+	}
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": e}) //nolint:errcheck // the client reads what arrives
+}
+
 // DrainingHeader is set on the 503 a draining replica answers new work
 // with (an initialize, a call): it refused the request before doing
 // anything, so a load balancer may send it to another replica.
@@ -293,55 +315,86 @@ func readMessage(w http.ResponseWriter, r *http.Request) (rpcMessage, bool) {
 
 // postKind is the request a POSTed message is, as protocol knows them.
 func postKind(msg rpcMessage) clients.Req {
-	switch {
-	case msg.Method == "initialize":
+	switch msg.Method {
+	case "initialize":
 		return clients.ReqInitialize
-	case len(msg.ID) == 0: // a notification, such as notifications/initialized
+	case "notifications/initialized":
 		return clients.ReqInitialized
-	case msg.Method == "tools/call":
-		return clients.ReqCall
+	case "server/discover":
+		return clients.ReqDiscover
+	case "tools/call":
+		if len(msg.ID) > 0 {
+			return clients.ReqCall
+		}
 	}
 	return clients.ReqNone // tools/list and the rest: need a session, open nothing
 }
+
+// wire is what the revision's checks read of a POST (protocol.Check).
+func wire(r *http.Request, msg rpcMessage) protocol.Wire {
+	h := func(name string) (string, bool) {
+		v, ok := r.Header[http.CanonicalHeaderKey(name)]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+	w := protocol.Wire{Request: len(msg.ID) > 0, Method: msg.Method, Params: msg.Params}
+	w.Version, w.VersionSent = h(protocol.HeaderVersion)
+	w.MethodHead, w.MethodSent = h(protocol.HeaderMethod)
+	w.NameHead, w.NameSent = h(protocol.HeaderName)
+	return w
+}
+
+// serverInfo is how the replica names itself.
+var serverInfo = map[string]any{"name": "stormsim-replica", "version": "0.1.0"}
+
+// capabilities are what the replica offers: one tool.
+var capabilities = map[string]any{"tools": map[string]any{}}
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	if msg.Method == "initialize" {
 		s.initialize(w, r, msg)
 		return
 	}
+	if ans := s.caps.Check(wire(r, msg)); ans.Status != 0 {
+		s.rpcFail(w, msg.ID, ans)
+		return
+	}
 	if !s.versionOK(w, r) {
 		return
 	}
-	kind := postKind(msg)
-	if kind == clients.ReqNone {
-		kind = clients.ReqInitialized // tools/list and the rest: the session check alone
-	}
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
 	f := &facts{s: s, r: r}
-	ans := s.caps.Serve(protocol.Request{Kind: kind}, f)
+	ans := s.caps.Serve(protocol.Request{Kind: postKind(msg), Draining: draining && postKind(msg) == clients.ReqDiscover}, f)
 	if !ans.OK() {
-		s.fail(w, ans)
+		s.rpcFail(w, msg.ID, ans)
 		return
 	}
 	if protocol.Accepted(protocol.KindOf(msg.ID, msg.Method, msg.Result, msg.Error)) {
-		w.WriteHeader(ans.Status) // 202: a notification or a response has no answer
+		w.WriteHeader(protocol.NoBody.Status) // a notification or a response has no answer
 		return
 	}
-	if result, ok := protocol.Builtin(msg.Method); ok {
+	if result, ok := s.caps.Builtin(msg.Method); ok {
 		writeJSON(w, msg.ID, result)
 		return
 	}
 	switch msg.Method {
+	case "server/discover":
+		writeJSON(w, msg.ID, s.caps.DiscoverResult(capabilities, serverInfo))
 	case "tools/list":
-		writeJSON(w, msg.ID, map[string]any{"tools": []map[string]any{{
+		writeJSON(w, msg.ID, s.caps.Result(msg.Method, map[string]any{"tools": []map[string]any{{
 			"name":        "stream",
 			"description": "Streams N-1 progress notifications, then the result.",
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
 				"events": map[string]any{"type": "integer"}, "interval_ms": map[string]any{"type": "integer"}, "bytes": map[string]any{"type": "integer"}}},
-		}}})
+		}}}, serverInfo))
 	case "tools/call":
 		s.toolCall(w, r, msg, f)
 	default:
-		writeError(w, msg.ID, protocol.CodeMethodNotFound, "method not found: "+msg.Method)
+		s.rpcFail(w, msg.ID, s.caps.NotFound(msg.Method))
 	}
 }
 
@@ -352,7 +405,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 	f := &facts{s: s, r: r, create: true}
 	ans := s.caps.Serve(protocol.Request{Kind: clients.ReqInitialize, Draining: draining}, f)
 	if !ans.OK() {
-		s.fail(w, ans)
+		s.rpcFail(w, msg.ID, ans)
 		return
 	}
 	if ans.Session {
@@ -360,8 +413,8 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg rpcMessa
 	}
 	writeJSON(w, msg.ID, map[string]any{
 		"protocolVersion": s.cfg.Era,
-		"capabilities":    map[string]any{"tools": map[string]any{}},
-		"serverInfo":      map[string]any{"name": "stormsim-replica", "version": "0.1.0"},
+		"capabilities":    capabilities,
+		"serverInfo":      serverInfo,
 	})
 }
 
@@ -456,6 +509,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 		Arguments streamArgs      `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta"`
 	}
+	p.Arguments.Events = 1 // a call that names no length streams its result alone
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name != "stream" {
 		writeError(w, msg.ID, protocol.CodeInvalidParams, "unknown tool or bad arguments")
 		return
@@ -472,6 +526,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request, msg rpcMessage
 		return
 	}
 	c := &call{session: session, stream: newStreamID(), total: a.Events}
+	c.ctx, c.cancel = context.WithCancel(s.callsC)
 	s.calls[c.stream] = c
 	s.running.Add(1)
 	s.mu.Unlock()
@@ -498,8 +553,9 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 		s.mu.Lock()
 		delete(s.calls, c.stream)
 		s.mu.Unlock()
+		c.cancel()
 	}()
-	ctx := s.callsC
+	ctx := c.ctx
 	tokJSON, progress := protocol.ProgressToken(meta)
 	c.token = c.stream
 	if progress {
@@ -523,8 +579,15 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 	for i := 1; i <= a.Events; i++ {
 		select {
 		case <-ctx.Done():
-			s.countKilled(c)
-			return // the process died: the rest is never produced
+			// The process died, or the client closed the stream in an era
+			// that cancels on close: the rest is never produced.
+			if cancelled := s.callsC.Err() == nil; cancelled {
+				s.countKilled(c, true)
+				s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "cancelled": true, "t_ns": time.Now().UnixNano()})
+				return
+			}
+			s.countKilled(c, false)
+			return
 		case <-tick.C:
 		}
 		var data []byte
@@ -533,7 +596,7 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 			data = progressData(padJSON, tokJSON, i, a.Events)
 		case i == a.Events:
 			data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": reqID,
-				"result": map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}})
+				"result": s.caps.Result("tools/call", map[string]any{"content": []map[string]any{{"type": "text", "text": fmt.Sprintf("streamed %d events", a.Events)}}}, serverInfo)})
 		}
 		s.emit(ctx, c, store.Event{Index: int64(i), Data: data, Final: i == a.Events})
 		if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared && i%10 == 0 {
@@ -726,6 +789,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 	past, ch := c.subscribe(after)
 	defer c.unsubscribe(ch)
 	last := after
+	if fresh && s.caps.CancelOnClose {
+		// The call's own response stream: when it closes before the
+		// result, for whatever reason, the call is cancelled.
+		defer func() {
+			if last < int64(c.total) {
+				c.cancel()
+			}
+		}()
+	}
 	send := func(e store.Event) bool {
 		if e.Index <= last {
 			return true
@@ -752,7 +824,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 				return
 			}
 		case <-r.Context().Done():
-			return // the client went away; the call goes on
+			return // the client went away; the call goes on unless it cancels
 		case <-closing:
 			// Events already handed over go out first: a drain that ends
 			// as the call's last event is produced must not drop it.

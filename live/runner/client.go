@@ -18,6 +18,7 @@ import (
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/sse"
+	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/workload"
 )
 
@@ -68,7 +69,7 @@ func newClient(d *designRun, id int32) *vclient {
 	}
 	workload.Seed(&c.work, &c.drops, d.sc.Seed, int(id))
 	s1, s2 := d.seed()
-	c.brain = clients.New(&d.d.Client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
+	c.brain = clients.New(&d.client, rand.New(rand.NewPCG(s1, s2^uint64(id)*0x9e3779b97f4a7c15)))
 	return c
 }
 
@@ -217,23 +218,53 @@ func (c *vclient) body(r clients.Req) []byte {
 		if o := c.d.own; o != nil {
 			// A server the user brings: its tool, the arguments template.
 			m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
-				"name":      c.d.tool,
+				"name":      c.toolName(),
 				"arguments": o.ToolArguments(int(c.e), c.d.intervalMS, c.d.sc.Workload.EventBytes),
 				"_meta":     map[string]any{"progressToken": tok}}}
 			break
 		}
 		m = map[string]any{"jsonrpc": "2.0", "id": tok, "method": "tools/call", "params": map[string]any{
-			"name":      "stream",
+			"name":      c.toolName(),
 			"arguments": map[string]any{"events": c.e - c.d.resultOnly, "interval_ms": c.d.intervalMS, "bytes": c.d.sc.Workload.EventBytes},
 			"_meta":     map[string]any{"progressToken": tok}}}
+	case clients.ReqDiscover:
+		m = map[string]any{"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": map[string]any{}}
 	default:
 		return nil
+	}
+	if c.d.client.Discover {
+		// The revision's requests carry what the server needs to know in
+		// their _meta.
+		p, _ := m["params"].(map[string]any)
+		if _, ok := m["id"]; ok && p != nil {
+			meta, _ := p["_meta"].(map[string]any)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[protocol.MetaVersion] = c.d.d.Era
+			meta[protocol.MetaCapabilities] = map[string]any{}
+			meta[protocol.MetaClientInfo] = map[string]any{"name": "stormsim", "version": "0.1.0"}
+			p["_meta"] = meta
+		}
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
 
-var methods = [...]string{clients.ReqInitialize: http.MethodPost, clients.ReqInitialized: http.MethodPost, clients.ReqCall: http.MethodPost,
+// reqMethods are the JSON-RPC methods of the POSTed requests, for the
+// revision's Mcp-Method header.
+var reqMethods = [...]string{clients.ReqInitialize: "initialize", clients.ReqInitialized: "notifications/initialized",
+	clients.ReqCall: "tools/call", clients.ReqDiscover: "server/discover"}
+
+// toolName is the tool a call names: the own server's, or the replica's.
+func (c *vclient) toolName() string {
+	if c.d.own != nil {
+		return c.d.tool
+	}
+	return "stream"
+}
+
+var methods = [...]string{clients.ReqInitialize: http.MethodPost, clients.ReqInitialized: http.MethodPost, clients.ReqCall: http.MethodPost, clients.ReqDiscover: http.MethodPost,
 	clients.ReqResume: http.MethodGet, clients.ReqStandalone: http.MethodGet, clients.ReqDelete: http.MethodDelete}
 
 // send makes one request and returns what the brain must hear next.
@@ -334,6 +365,13 @@ func (c *vclient) request(ctx context.Context, a clients.Action, rec *history.Re
 	}
 	if a.Req != clients.ReqInitialize {
 		req.Header.Set("MCP-Protocol-Version", c.d.d.Era)
+	}
+	if c.d.client.Discover && methods[a.Req] == http.MethodPost {
+		// The revision's headers repeat the method and the tool.
+		req.Header.Set(protocol.HeaderMethod, reqMethods[a.Req])
+		if a.Req == clients.ReqCall {
+			req.Header.Set(protocol.HeaderName, c.toolName())
+		}
 	}
 	if rec.Session {
 		req.Header.Set("Mcp-Session-Id", c.session)

@@ -75,6 +75,7 @@ func judge(ctx context.Context, h *history.History, ev *evidence) (report.Design
 	}
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.EventsProduced, row.Reconciliation = reconcile(h, j, ev.counts, ev.noCounts)
+	row.Cancelled = cancelledOf(ev.counts, d)
 	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
 		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
 	}

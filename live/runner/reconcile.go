@@ -79,7 +79,7 @@ func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario,
 	for _, c := range counts {
 		for tok, cc := range c.Calls {
 			a := check.AttemptCount{Session: cc.Session, Stream: cc.Stream, Events: cc.Events, Produced: cc.Produced,
-				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Memory: caps.Events == topology.EventsMemory, StoreFirst: cc.StoreFirst,
+				ResultsSent: cc.ResultsSent, Killed: cc.Killed, Cancelled: cc.Cancelled, Memory: caps.Events == topology.EventsMemory, StoreFirst: cc.StoreFirst,
 				StoreGone: c.Gone}
 			if cc.Killed {
 				a.KilledAt = cc.KilledNS - base
@@ -88,6 +88,23 @@ func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario,
 		}
 		for s, n := range c.ResultsByStream {
 			out.ResultsByStream[s] += n
+		}
+	}
+	return out
+}
+
+// cancelledOf is what the replicas' counters say closed response streams
+// cancelled, in an era where that cancels the call; nil in the others, or
+// without counters.
+func cancelledOf(sc *check.ServerCounts, d *scenario.Design) *report.Cancelled {
+	if sc == nil || !protocol.CapsOf(d.Era, d.Sessions, d.Events).CancelOnClose {
+		return nil
+	}
+	out := &report.Cancelled{}
+	for _, a := range sc.Attempts {
+		if a.Cancelled {
+			out.Calls++
+			out.EventsSaved += int64(a.Events - a.Produced)
 		}
 	}
 	return out

@@ -34,6 +34,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/stormsim/stormsim/clients"
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/redislog"
@@ -170,9 +171,13 @@ type designRun struct {
 	http       *http.Client
 	intervalMS int
 	noResume   bool
-	reconnSem  chan struct{}       // client.max_concurrent_reconnects, shared by the design's clients; nil for none
-	own        *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
-	tool       string              // the own server's tool
+	// client is the design's client profile as the brains follow it, the
+	// era's lifecycle set (Discover): the revision's clients open with
+	// server/discover and send its headers and _meta on every request.
+	client    clients.Config
+	reconnSem chan struct{}       // client.max_concurrent_reconnects, shared by the design's clients; nil for none
+	own       *scenario.OwnServer // a server the user brings; nil for stormsim's replicas
+	tool      string              // the own server's tool
 	// opaqueIDs: the server's event ids name no index (the ts-sdk
 	// server's); resumes send the last id received. resultOnly is what a
 	// call's events count beyond its progress notifications: the ts-sdk
@@ -363,12 +368,15 @@ func newDesignRun(sc *scenario.Scenario, d *scenario.Design, endpoint string, tr
 	if err != nil {
 		return nil, fmt.Errorf("live: design %s: endpoint %q: %w", d.Name, endpoint, err)
 	}
+	caps := protocol.CapsOf(d.Era, d.Sessions, d.Events)
+	client := d.Client
+	client.Discover = caps.Discover
 	return &designRun{
 		// The native clients and the probes follow no redirect by
 		// themselves: guard.follow decides.
 		sc: sc, d: d, endpoint: endpoint, target: target, guard: &guard{lim: sc.Limits},
 		http:       &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: protocol.CapsOf(d.Era, d.Sessions, d.Events).NoResume, own: d.Own, host: opts.host,
+		intervalMS: max(int(1000/sc.Workload.EventRate+0.5), 1), noResume: caps.NoResume, client: client, own: d.Own, host: opts.host,
 	}, nil
 }
 
@@ -421,12 +429,13 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var rec struct {
-				Session string `json:"session"`
-				Token   string `json:"token"`
-				Index   int32  `json:"index"`
-				TNS     int64  `json:"t_ns"`
-				Start   bool   `json:"start"`
-				GoRedis string `json:"go_redis"`
+				Session   string `json:"session"`
+				Token     string `json:"token"`
+				Index     int32  `json:"index"`
+				TNS       int64  `json:"t_ns"`
+				Start     bool   `json:"start"`
+				Cancelled bool   `json:"cancelled"`
+				GoRedis   string `json:"go_redis"`
 			}
 			if json.Unmarshal(sc.Bytes(), &rec) != nil {
 				continue // a line cut short by SIGKILL
@@ -440,7 +449,7 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 				continue
 			}
 			out = append(out, history.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
-				Replica: slot, Session: rec.Session})
+				Cancelled: rec.Cancelled, Replica: slot, Session: rec.Session})
 		}
 		fh.Close()
 		if err := sc.Err(); err != nil {

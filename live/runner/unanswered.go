@@ -13,7 +13,7 @@ import (
 
 // reqNames names the requests of the history by what they were for.
 var reqNames = [...]string{clients.ReqInitialize: "initialize", clients.ReqInitialized: "notifications/initialized",
-	clients.ReqCall: "tools/call", clients.ReqResume: "resume GET", clients.ReqStandalone: "standalone GET", clients.ReqDelete: "DELETE"}
+	clients.ReqCall: "tools/call", clients.ReqResume: "resume GET", clients.ReqStandalone: "standalone GET", clients.ReqDelete: "DELETE", clients.ReqDiscover: "server/discover"}
 
 // unansweredNote is the note of h's requests that got no answer (no HTTP
 // status: the connection failed, the server never sent response headers,
