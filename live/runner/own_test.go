@@ -73,7 +73,7 @@ func TestOwnServerByoExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	out, err := Run(context.Background(), sc, &Options{File: file, Set: sets, Log: &log})
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: file, Set: sets, Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestOwnServerFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			out, err := Run(context.Background(), sc, &Options{File: file})
+			out, err := Run(context.Background(), sc, &Options{Bin: bin, File: file})
 			wall := time.Since(start)
 			t.Logf("%s: %v after %v", tc.name, err, wall.Round(time.Millisecond))
 			// Not a speed test: a run that waited for the 300 s sleeps would
@@ -373,7 +373,7 @@ restart = "echo $STORMSIM_FAULT $STORMSIM_REPLICA > hooked"
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(ctx, sc, &Options{File: file, Set: target})
+	out, err := Run(ctx, sc, &Options{Bin: bin, File: file, Set: target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestOwnServerNoProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), sc, &Options{File: file})
+	out, err := Run(context.Background(), sc, &Options{Bin: bin, File: file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -358,7 +358,7 @@ func TestOwnServerProgressShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Run(context.Background(), sc, &Options{File: file, Set: target})
+			out, err := Run(context.Background(), sc, &Options{Bin: bin, File: file, Set: target})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -500,7 +500,7 @@ func TestOwnServerGoSDKClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Run(ctx, sc, &Options{File: file, Set: tc.sets})
+			out, err := Run(ctx, sc, &Options{Bin: bin, File: file, Set: tc.sets})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -581,7 +581,7 @@ func TestOwnServerUnknownsAreNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), s, &Options{File: file, Set: target})
+	out, err := Run(context.Background(), s, &Options{Bin: bin, File: file, Set: target})
 	if err != nil {
 		t.Fatal(err)
 	}
