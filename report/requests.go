@@ -66,20 +66,11 @@ const (
 // goodputRecovery is f's GoodputRecovery in s, nil when s has no goodput
 // or the fault starts after it.
 func goodputRecovery(s *Series, f Fault) *GoodputRecovery {
-	step := s.StepS
-	if step <= 0 {
-		step = 1
-	}
-	g := s.Goodput
-	judge := len(g)
-	if s.JudgeUntilS > 0 {
-		judge = min(judge, int(math.Round(s.JudgeUntilS/step)))
-	}
-	at, until := int(f.AtS/step), int(math.Ceil(f.UntilS/step))
+	w := goodputWindowOf(s, f)
+	step, g, judge, at, until, lo := w.step, s.Goodput, w.judge, w.at, w.until, w.lo
 	if g == nil || at >= judge {
 		return nil
 	}
-	lo := max(0, at-max(int(BaselineWindowS/step), 1))
 	rate := func(a, b int) float64 { // mean per second over steps [a, b)
 		var sum int64
 		for _, x := range g[a:b] {
@@ -186,17 +177,8 @@ type GoodputCounts struct {
 // GoodputAround is f's GoodputCounts in s; false when s has no goodput or
 // either window is empty.
 func GoodputAround(s *Series, f Fault) (GoodputCounts, bool) {
-	step := s.StepS
-	if step <= 0 {
-		step = 1
-	}
-	g := s.Goodput
-	judge := len(g)
-	if s.JudgeUntilS > 0 {
-		judge = min(judge, int(math.Round(s.JudgeUntilS/step)))
-	}
-	at, until := int(f.AtS/step), int(math.Ceil(f.UntilS/step))
-	lo := max(0, at-max(int(BaselineWindowS/step), 1))
+	w := goodputWindowOf(s, f)
+	step, g, judge, at, until, lo := w.step, s.Goodput, w.judge, w.at, w.until, w.lo
 	if g == nil || at >= judge || at <= lo || until >= judge {
 		return GoodputCounts{}, false
 	}
@@ -209,4 +191,26 @@ func GoodputAround(s *Series, f Fault) (GoodputCounts, bool) {
 	}
 	c.PreS, c.AfterS = float64(at-lo)*step, float64(judge-until)*step
 	return c, true
+}
+
+// goodputWindow is where f stands in s's goodput series, in steps: the
+// baseline window [lo, at) before it, the trigger [at, until), and judge,
+// the end of what is judged.
+type goodputWindow struct {
+	step                 float64
+	lo, at, until, judge int
+}
+
+func goodputWindowOf(s *Series, f Fault) goodputWindow {
+	w := goodputWindow{step: s.StepS}
+	if w.step <= 0 {
+		w.step = 1
+	}
+	w.judge = len(s.Goodput)
+	if s.JudgeUntilS > 0 {
+		w.judge = min(w.judge, int(math.Round(s.JudgeUntilS/w.step)))
+	}
+	w.at, w.until = int(f.AtS/w.step), int(math.Ceil(f.UntilS/w.step))
+	w.lo = max(0, w.at-max(int(BaselineWindowS/w.step), 1))
+	return w
 }
