@@ -75,19 +75,20 @@ func ThisMachine() Machine {
 
 // titles are the headings of the sections the Makefile writes.
 var titles = map[string]string{
-	"bench":               "make bench: the simulator's speed",
-	"bench-sweep":         "make bench: a plan sweep of 10 loads × 6 designs",
-	"cpu-profile":         "make bench: where the simulator's time goes (CPU profile)",
-	"bench-1m":            "make bench-1m: a million clients beside a hundred thousand",
-	"bench-live-store":    "make bench-live: Redis appends against redis-benchmark",
-	"bench-live-streams":  "make bench-live: streams held, storm absorption, CPU per event",
-	"agree":               "make agree: the simulator against the live engine",
-	"calibrate":           "make calibrate: the store model measured on a Redis",
-	"test-time":           "make test-time: how long make test takes",
-	"nightly":             "make nightly: how long the nightly run takes",
-	"orderings":           "make orderings: how often each claim about the backoff variants holds",
-	"bench-host-lateness": "make host-lateness: how late an ordinary live run runs on this machine",
-	"interop":             "make interop: real clients against real servers",
+	"bench":                "make bench: the simulator's speed",
+	"bench-sweep":          "make bench: a plan sweep of 10 loads × 6 designs",
+	"cpu-profile":          "make bench: where the simulator's time goes (CPU profile)",
+	"bench-1m":             "make bench-1m: a million clients beside a hundred thousand",
+	"bench-live-store":     "make bench-live: Redis appends against redis-benchmark",
+	"bench-live-streams":   "make bench-live: streams held, storm absorption, CPU per event",
+	"bench-live-calibrate": "make bench-live: calibrate's Redis rates and latencies",
+	"agree":                "make agree: the simulator against the live engine",
+	"calibrate":            "make calibrate: the store model measured on a Redis",
+	"test-time":            "make test-time: how long make test takes",
+	"nightly":              "make nightly: how long the nightly run takes",
+	"orderings":            "make orderings: how often each claim about the backoff variants holds",
+	"bench-host-lateness":  "make host-lateness: how late an ordinary live run runs on this machine",
+	"interop":              "make interop: real clients against real servers",
 }
 
 // Title is the heading of a section.
