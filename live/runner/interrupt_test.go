@@ -117,21 +117,7 @@ func TestInterruptedRunNotKept(t *testing.T) {
 // judging.
 func TestInterruptedTwice(t *testing.T) {
 	t.Parallel()
-	endpoint, kill, err := startHostile(hostileBin(t), "endless", "http://127.0.0.2:9/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kill()
-	out := t.TempDir()
-	cmd := exec.Command(bin, "run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts",
-		"--no-saturation-check", "--set", "server.url=\""+endpoint+"\"", "--set", "limits.events_per_call=10000000", "--set", "client.call_timeout=30s")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, pipe, out := startEndlessRun(t)
 	time.AfterFunc(2*time.Second, func() { cmd.Process.Signal(syscall.SIGINT) }) //nolint:errcheck // Wait says how it ended
 	var stderr strings.Builder
 	var second time.Time
@@ -145,7 +131,7 @@ func TestInterruptedTwice(t *testing.T) {
 			}
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	took := time.Since(second)
 	var ee *exec.ExitError
 	if second.IsZero() || !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {

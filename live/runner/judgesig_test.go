@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,22 +23,7 @@ import (
 // message naming the judging as where the run stopped, and no run folder
 // written.
 func TestSignalWhileJudging(t *testing.T) {
-	exe := hostileBin(t)
-	endpoint, kill, err := startHostile(exe, "endless", "http://127.0.0.2:9/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kill()
-	out := t.TempDir()
-	cmd := exec.Command(bin, "run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts",
-		"--no-saturation-check", "--set", "server.url=\""+endpoint+"\"", "--set", "limits.events_per_call=10000000", "--set", "client.call_timeout=30s")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, pipe, out := startEndlessRun(t)
 	var stderr strings.Builder
 	var sent time.Time
 	sc := bufio.NewScanner(pipe)
@@ -51,7 +37,7 @@ func TestSignalWhileJudging(t *testing.T) {
 			}
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	took := time.Since(sent)
 	code := 0
 	var ee *exec.ExitError
@@ -73,4 +59,27 @@ func TestSignalWhileJudging(t *testing.T) {
 	if entries, err := os.ReadDir(filepath.Join(out, "hostile")); err == nil && len(entries) > 0 {
 		t.Errorf("%d entries in the results folder (%s, …): want no run written", len(entries), entries[0].Name())
 	}
+}
+
+// startEndlessRun starts stormsim run on testdata/hostile's endless mode,
+// whose calls never end (so its history takes a while to judge), with its
+// stderr piped: the signal tests' run.
+func startEndlessRun(t *testing.T) (cmd *exec.Cmd, stderr io.ReadCloser, out string) {
+	t.Helper()
+	endpoint, kill, err := startHostile(hostileBin(t), "endless", "http://127.0.0.2:9/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kill)
+	out = t.TempDir()
+	cmd = exec.Command(bin, "run", "hostile", "--file", "testdata/hostile.toml", "--engine", "live", "--out", out, "--no-charts",
+		"--no-saturation-check", "--set", "server.url=\""+endpoint+"\"", "--set", "limits.events_per_call=10000000", "--set", "client.call_timeout=30s")
+	stderr, err = cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr, out
 }
