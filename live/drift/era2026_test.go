@@ -382,10 +382,11 @@ func cutCall(t *testing.T, cfg sdkreplica.Config) cancelled {
 
 // cancelDrift compares what the server did after the cut with caps: an
 // era that cancels on close (CancelOnClose) stops the call's work at once
-// (at most the event already due when the stream closed), one that does
-// not lets it run to its end.
+// (at most the events due in the quarter second a loaded machine may take
+// to see the connection close: 5 of the 39 left), one that does not lets
+// it run to its end.
 func cancelDrift(caps protocol.Caps, m cancelled) []string {
-	stopped := m.Cancelled && m.After <= 1
+	stopped := m.Cancelled && m.After <= 5
 	if stopped != caps.CancelOnClose {
 		return []string{fmt.Sprintf("cancel_on_close: after the stream closed the server produced %d more events (cancelled: %v), the era %s says cancel on close: %v",
 			m.After, m.Cancelled, caps.Era, caps.CancelOnClose)}
