@@ -480,6 +480,14 @@ func (b *Brain) streamEnd(in Input) Action {
 		return b.backoff()
 	}
 	switch {
+	case in.NoResume && b.cfg.NoID == NoIDFail:
+		// An era without resumption sends no event id, so every break is
+		// one before any id. A client that fails such a call at once does
+		// so here too: go-sdk v1.8 at 2026-07-28 answers the call with
+		// "request terminated without response" and sends nothing more
+		// (mcp/streamable.go lines 2692 and 2532, processStream and handleSSE;
+		// TestDrift2026GoSDK).
+		return b.fail(CauseAbandoned)
 	case in.NoResume:
 		return b.later(ReqCall, delay())
 	case b.hasID:

@@ -384,3 +384,48 @@ func TestResumeGiveUp(t *testing.T) {
 		})
 	}
 }
+
+// Under 2026-07-28 (no resumption, so no event id) a break re-issues the
+// call with backoff, except for a profile that fails a call whose stream
+// broke before any id (no_id = "fail", go-sdk): it fails at once, and the
+// next call goes out without a new server/discover.
+func TestBreakWithoutResumption(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		profile string
+		want    ActionKind
+	}{
+		{"compliant", ActWait}, // a re-issue after its backoff
+		{"ts-sdk", ActWait},    // unchecked: that SDK does not speak the revision
+		{"go-sdk", ActEndCall}, // "request terminated without response"
+	} {
+		t.Run(c.profile, func(t *testing.T) {
+			t.Parallel()
+			b := brain(t, c.profile)
+			b.cfg.Discover = true
+			if a := b.Step(Input{Kind: InStartCall}); a.Req != ReqDiscover {
+				t.Fatalf("start: %+v, want server/discover", a)
+			}
+			if a := b.Step(Input{Kind: InResponse, Status: 200}); a.Req != ReqCall {
+				t.Fatalf("discover 200: %+v, want the call", a)
+			}
+			b.Step(Input{Kind: InResponse, Status: 200})
+			a := b.Step(Input{Kind: InStreamEnd, Cursor: 3, NoResume: true})
+			if a.Kind != c.want {
+				t.Fatalf("break: %+v, want kind %d", a, c.want)
+			}
+			if a.Kind == ActEndCall {
+				if a.Outcome != Failed || b.Reissues != 0 {
+					t.Errorf("break: %+v with %d re-issues, want failed and none", a, b.Reissues)
+				}
+				if n := b.Step(Input{Kind: InStartCall}); n.Req != ReqCall {
+					t.Errorf("next call: %+v, want the call itself", n)
+				}
+				return
+			}
+			if n := b.Step(Input{Kind: InTimer}); n.Req != ReqCall || !n.Reissue {
+				t.Errorf("after the wait: %+v, want a re-issue", n)
+			}
+		})
+	}
+}

@@ -249,9 +249,11 @@ func firstError(h *history.History) string {
 		switch {
 		case q.Err != "" && q.Status == 0:
 			note(q.Answered, q.Err)
-		case q.Kind == clients.ReqNone && q.Status >= 400 && q.Status < 500:
+		case (q.Kind == clients.ReqNone || q.Kind == clients.ReqDiscover) && q.Status >= 400 && q.Status < 500:
 			// A probe for a method the server may not have (go-sdk's
-			// server/discover): the answer is the protocol working.
+			// server/discover, which a server of a 2025 era refuses
+			// before the SDK falls back to initialize): the answer is the
+			// protocol working.
 		case q.Status >= 400:
 			note(q.Answered, "HTTP "+strconv.Itoa(q.Status)+" on "+reqName(q))
 		}

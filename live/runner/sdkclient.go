@@ -480,8 +480,8 @@ func (c *sdkClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	if kind == clients.ReqResume {
 		rec.Reconnect, rec.Cursor = true, c.reached
 	}
-	if kind == clients.ReqInitialize && c.renewing {
-		rec.Reconnect = true // a re-initialize after a failed call
+	if c.renewing && (kind == clients.ReqInitialize || kind == clients.ReqDiscover && c.d.client.Discover) {
+		rec.Reconnect = true // a re-initialize (or, under 2026-07-28, a new discover) after a failed call
 	}
 	rec.Sent = c.now()
 	ri := len(c.hist.Requests)
@@ -565,6 +565,11 @@ func sdkKind(req *http.Request, body []byte) clients.Req {
 		return clients.ReqInitialized
 	case "tools/call":
 		return clients.ReqCall
+	case "server/discover":
+		// The SDK's first request in every era (mcp/client.go, Connect):
+		// a server of an earlier era refuses it, and the SDK falls back to
+		// initialize.
+		return clients.ReqDiscover
 	}
 	return clients.ReqNone
 }

@@ -8,6 +8,16 @@
 // ids, its event ids, its 404 for a session it does not hold and its answer
 // to a purged replay. The SDK cannot share sessions between processes, so it
 // serves local sessions only.
+//
+// Under 2026-07-28 (Config.Revision) the SDK serves the revision only in its
+// stateless mode (StreamableHTTPOptions.Stateless), so every design is
+// stateless there, with no event store, as the revision has no resumption.
+// The replica sets PropagateRequestCancellation too: without it a v1.8.0
+// stateless server lets a call whose response stream closed run to its end
+// (mcp/streamable.go, serveStateless: the handler's context is tied to the
+// request only for subscriptions/listen or with that option; internal/
+// jsonrpc2/conn.go, NewConnection: otherwise the context never ends), where
+// the revision says closing the stream cancels the call.
 package sdkreplica
 
 import (
@@ -22,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +56,15 @@ type Config struct {
 	// the client asks for (the SDK would otherwise answer the client's, or
 	// its own latest). "" lets the SDK negotiate.
 	Era string
+	// Revision serves Era as the 2026-07-28 revision (protocol.Caps.Discover):
+	// the SDK's stateless mode whatever Stateless says, no event store,
+	// server/discover answering Era alone, and a call cancelled when its
+	// response stream closes.
+	Revision bool
+	// KeepRunning leaves PropagateRequestCancellation off under Revision: the
+	// SDK's default, in which a call runs on after its stream closed (the
+	// drift tests measure both).
+	KeepRunning bool
 }
 
 // Server is one go-sdk replica: an http.Handler for the MCP endpoint.
@@ -52,25 +72,40 @@ type Server struct {
 	cfg     Config
 	handler *mcp.StreamableHTTPHandler
 	logMu   sync.Mutex
+	// stopping is set once the process closes its connections (Stop): a
+	// call whose context ends after that was killed, not cancelled.
+	stopping atomic.Bool
 }
 
 // New returns a replica serving the "stream" tool.
 func New(cfg Config) *Server {
 	s := &Server{cfg: cfg}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "stormsim-go-sdk-replica", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	hopts := &mcp.StreamableHTTPOptions{Stateless: cfg.Stateless, EventStore: cfg.Events}
+	if cfg.Revision {
+		// The revision's server speaks its era alone, as the reference
+		// replica does (protocol.Caps.SupportedVersions).
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{cfg.Era}}
+		hopts = &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: !cfg.KeepRunning}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "stormsim-go-sdk-replica", Version: "1"}, opts)
 	srv.AddTool(&mcp.Tool{
 		Name:        "stream",
 		Description: "streams events progress notifications, interval_ms apart, each carrying bytes of padding, then a result",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"events":{"type":"integer"},"interval_ms":{"type":"integer"},"bytes":{"type":"integer"}},"required":["events"]}`),
 	}, s.stream)
-	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: cfg.Stateless, EventStore: cfg.Events})
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	return s
 }
 
+// Stop marks the process as closing its connections: the calls that end
+// from then on were killed with it, and their production logs say nothing
+// of a cancellation.
+func (s *Server) Stop() { s.stopping.Store(true) }
+
 // ServeHTTP serves the MCP endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Era != "" && r.Method == http.MethodPost {
+	if s.cfg.Era != "" && !s.cfg.Revision && r.Method == http.MethodPost {
 		if err := s.pinEra(r); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -139,6 +174,12 @@ func (s *Server) stream(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	for i := 1; i <= a.Events; i++ {
 		select {
 		case <-ctx.Done():
+			if s.cfg.Revision && !s.stopping.Load() {
+				// The client closed the stream, which cancels the call
+				// under the revision: the rest is never produced, and no
+				// process died.
+				s.log(map[string]any{"session": session, "token": tok, "cancelled": true, "t_ns": time.Now().UnixNano()})
+			}
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
