@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -86,6 +87,7 @@ func Serve(ctx context.Context, o *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("lb: %w", err)
 	}
+	defer cpuprof.Start("lb")()
 	b, _ := New(policy, nil)
 	path := o.Path
 	if path == "" {

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/protocol"
@@ -53,6 +55,7 @@ func Serve(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
 	case topology.ServerTSSDK:
 		return serveTS(d, o.Addr, o.LogPath, o.AllowHosts)
 	}
+	defer cpuprof.Start("replica-" + strconv.Itoa(o.Slot))()
 	cfg, done, err := ConfigOf(d, o)
 	if err != nil {
 		return err

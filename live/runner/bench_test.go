@@ -34,7 +34,13 @@ import (
 // Redis, when the design has one), read from /proc/PID/stat of every child
 // while it runs, and the host's lateness (the run's host block, its
 // saturation verdict included). STORMSIM_BENCH_EVENTS shortens the calls
-// (at least 10 events) for a quick check.
+// (at least 10 events) for a quick check; STORMSIM_BENCH_STORM=off skips
+// the storm run, for a measurement of one level (STORMSIM_BENCH_STREAMS=
+// N-1..N with a step of 1000 or more runs the level N-1 alone).
+//
+// With STORMSIM_CPUPROFILE_DIR set (package live/internal/cpuprof), the LB
+// and the replicas of every run write their CPU profiles there; the
+// clients' is the test binary's own -cpuprofile.
 //
 // The open files a process may have cap a level: the clients hold one
 // socket per stream, the LB two (one each side), so 20,000 files fit about
@@ -61,6 +67,9 @@ func BenchmarkLiveStreams(b *testing.B) {
 		best.print()
 		b.ReportMetric(float64(best.n), "streams-held")
 		best.reportMetrics(b)
+		if os.Getenv("STORMSIM_BENCH_STORM") == "off" {
+			continue
+		}
 		storm := benchRun(b, best.n, events, true)
 		fmt.Printf("storm of %d reconnects at %d streams: absorbed in %.2f s (recovery p50 %.2f s, p99 %.2f s)\n",
 			storm.stormCut, best.n, storm.storm[2], storm.storm[0], storm.storm[1])

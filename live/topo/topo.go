@@ -32,6 +32,7 @@ import (
 
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/child"
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -481,6 +482,7 @@ func (t *Topology) Close() error {
 	if t.stop != nil {
 		t.stop()
 	}
+	cpuprof.Collect(t.profiled()) // before the kills, which leave no profile
 	t.mu.Lock()
 	t.closing = true
 	groups := slices.Clone(t.groups)
@@ -532,6 +534,27 @@ func (t *Topology) Close() error {
 		os.RemoveAll(gotmp) // every process that could write there is gone
 	}
 	return nil
+}
+
+// profiled lists the processes that write a CPU profile when
+// cpuprof.DirEnv is set: the LB and the reference replicas (not an own
+// server nor an SDK's, whose processes do not answer SIGUSR1).
+func (t *Topology) profiled() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var pids []int
+	if t.lbCmd != nil {
+		pids = append(pids, t.lbCmd.Process.Pid)
+	}
+	if t.d.Own != nil || t.d.Server == topology.ServerGoSDK || t.d.Server == topology.ServerTSSDK {
+		return pids
+	}
+	for _, c := range t.slots {
+		if c != nil && c.Process != nil && t.pids[c.Process.Pid] {
+			pids = append(pids, c.Process.Pid)
+		}
+	}
+	return pids
 }
 
 // noticeDown takes a slot out of the LB's pool once the health check would
