@@ -141,13 +141,19 @@ func (r levelResult) roles() []string {
 func (r levelResult) print() {
 	d := float64(max(r.delivered, 1))
 	fmt.Printf("CPU per delivered event at %d streams: %.1f µs, all processes together (%d events delivered)\n", r.n, r.cpuTotal()/d*1e6, r.delivered)
-	for _, k := range r.roles() {
-		fmt.Printf("  %-14s %7.1f µs  (%.1f s)\n", k, r.cpu[k]/d*1e6, r.cpu[k])
-	}
+	r.printSplit()
 	if h := r.host; h != nil {
 		fmt.Printf("host at %d streams: %s; timers p99 %.1f ms (max %.1f), producers p99 %.1f ms (max %.1f), scheduler p99 %.1f ms; load generator %.2f of %d cores; load average %.2f\n",
 			r.n, h.Verdict, h.TimerLatenessMS.P99, h.TimerLatenessMS.Max, h.ProducerLatenessMS.P99, h.ProducerLatenessMS.Max,
 			h.SchedLatencyMS.P99, h.LoadgenCPUCores, h.Cores, h.LoadAverage)
+	}
+}
+
+// printSplit prints the CPU per delivered event of each process.
+func (r levelResult) printSplit() {
+	d := float64(max(r.delivered, 1))
+	for _, k := range r.roles() {
+		fmt.Printf("  %-14s %7.1f µs  (%.1f s)\n", k, r.cpu[k]/d*1e6, r.cpu[k])
 	}
 }
 
@@ -199,6 +205,7 @@ func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 	}
 	fmt.Printf("streams %6d: %6d of %d calls got >=99%% of their events within 1 s: held %v; CPU %.1f µs per delivered event\n",
 		n, r.onTime, r.calls, r.held(), r.cpuTotal()/float64(max(r.delivered, 1))*1e6)
+	r.printSplit()
 	return r
 }
 
