@@ -95,6 +95,7 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 		DisableCompression:  true,
 	}
 	p.FlushInterval = -1 // every SSE event goes through at once
+	p.BufferPool = copyBuffers
 	// A stream cut by a fault or a dying replica is the point of the
 	// exercise, not an error worth a log line.
 	p.ErrorLog = log.New(io.Discard, "", 0)
@@ -124,6 +125,22 @@ func newProxy(raw string) (*httputil.ReverseProxy, *url.URL, error) {
 	}
 	return p, u, nil
 }
+
+// copyBuffers lends the proxies the buffers they copy response bodies
+// through: without a pool, every response (an initialize's as much as a
+// stream's) allocates and clears 32 KiB of its own.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // view adapts the balancer to topology.View; the caller holds mu.
 type view struct{ b *Balancer }

@@ -418,6 +418,11 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 	sort.Strings(files)
 	var out []history.Produced
 	base := t0.UnixNano()
+	type token struct {
+		c, k, a int32
+		ok      bool
+	}
+	toks := map[string]token{}
 	for _, f := range files {
 		var slot int
 		fmt.Sscanf(filepath.Base(f), "replica-%d.jsonl", &slot)
@@ -444,8 +449,13 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 				lines = append(lines, replicaLogLine{slot: slot, at: time.Duration(rec.TNS - base), msg: rec.GoRedis})
 				continue
 			}
-			c, k, a, ok := history.ParseToken(rec.Token)
-			if !ok {
+			t, seen := toks[rec.Token] // a call's every line names its token
+			if !seen {
+				t.c, t.k, t.a, t.ok = history.ParseToken(rec.Token)
+				toks[rec.Token] = t
+			}
+			c, k, a := t.c, t.k, t.a
+			if !t.ok {
 				continue
 			}
 			out = append(out, history.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,
