@@ -38,6 +38,7 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/redislog"
+	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
@@ -407,6 +408,27 @@ type replicaLogLine struct {
 	msg  string
 }
 
+// logLine is one line of a replica's production log.
+type logLine struct {
+	Session   string `json:"session"`
+	Token     string `json:"token"`
+	Index     int32  `json:"index"`
+	TNS       int64  `json:"t_ns"`
+	Start     bool   `json:"start"`
+	Cancelled bool   `json:"cancelled"`
+	GoRedis   string `json:"go_redis"`
+}
+
+// readLogLine reads one line of a production log: an event's line by the
+// replica's own reader, any other with encoding/json. ok is false for a
+// line that is no JSON (cut short by SIGKILL).
+func readLogLine(b []byte) (rec logLine, ok bool) {
+	if e, ok := replica.ParseEventLine(b); ok && e.Index == int64(int32(e.Index)) {
+		return logLine{Session: e.Session, Token: e.Token, Index: int32(e.Index), TNS: e.TNS}, true
+	}
+	return rec, json.Unmarshal(b, &rec) == nil
+}
+
 // readLogs reads every replica's production log in dir: the events
 // produced, and go-redis's log lines.
 func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, error) {
@@ -433,16 +455,8 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var rec struct {
-				Session   string `json:"session"`
-				Token     string `json:"token"`
-				Index     int32  `json:"index"`
-				TNS       int64  `json:"t_ns"`
-				Start     bool   `json:"start"`
-				Cancelled bool   `json:"cancelled"`
-				GoRedis   string `json:"go_redis"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			rec, ok := readLogLine(sc.Bytes())
+			if !ok {
 				continue // a line cut short by SIGKILL
 			}
 			if rec.GoRedis != "" {
