@@ -51,6 +51,7 @@ const (
 type ControlRequest struct {
 	Slot     int           `json:"slot"`
 	URL      string        `json:"url,omitempty"`      // pathBackend: the slot's new replica
+	Socket   string        `json:"socket,omitempty"`   // pathBackend: the Unix socket it serves on too; none when empty
 	In       bool          `json:"in,omitempty"`       // pathPool: in the pool or out
 	On       bool          `json:"on,omitempty"`       // pathPartition: partitioned or healed
 	Latency  time.Duration `json:"latency,omitempty"`  // pathLatency: the delay before each request
@@ -139,7 +140,7 @@ type controller struct {
 
 func (c *controller) mux() *http.ServeMux {
 	m := http.NewServeMux()
-	m.HandleFunc("POST "+pathBackend, c.handle(func(r ControlRequest) error { return c.b.SetBackend(r.Slot, r.URL) }))
+	m.HandleFunc("POST "+pathBackend, c.handle(func(r ControlRequest) error { return c.b.SetBackend(r.Slot, r.URL, r.Socket) }))
 	m.HandleFunc("POST "+pathPool, c.handle(func(r ControlRequest) error { c.b.SetInPool(r.Slot, r.In); return nil }))
 	m.HandleFunc("POST "+pathPartition, c.handle(func(r ControlRequest) error { c.b.Partition(r.Slot, r.On); return nil }))
 	m.HandleFunc("POST "+pathLatency, c.handle(func(r ControlRequest) error { c.b.SetLatency(r.Latency); return nil }))
