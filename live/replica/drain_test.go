@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -50,11 +51,15 @@ func TestServeSocketRefusedAfterClose(t *testing.T) {
 	if err := serveSocket(hs, sock); err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.Dial("unix", sock)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := hc.Get("http://127.0.0.1/") // answered: the server serves on the socket
 	if err != nil {
-		t.Fatalf("dialling the open socket: %v", err)
+		t.Fatalf("a request on the open socket: %v", err)
 	}
-	c.Close()
+	resp.Body.Close()
+	hc.CloseIdleConnections()
 	hs.Close()
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatalf("the socket's file went with its listener: %v", err)
