@@ -49,6 +49,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&design, "design", "", "`design` to serve")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:0", "listen `address` (port 0 picks a free one)")
 	fs.StringVar(&o.RedisAddr, "redis-url", "", "Redis `URL` (redis://host:port/db or host:port), for the Redis designs")
+	fs.StringVar(&o.Socket, "socket", "", "also serve on a Unix socket at `path` (the LB of a live topology reaches the replica there; not for server = \"ts-sdk\")")
 	fs.StringVar(&o.LogPath, "log", "", "production log `file` (none when empty); go-redis's own messages go there too, as {\"go_redis\": …} lines, instead of stderr")
 	fs.Var(&set, "set", "override a scenario key, repeatable (`key=value`), as 'stormsim run --set' does")
 	fs.Var(&allowHosts, "allow-host", "a host `name` (or address) clients may reach this replica by, in a Host or Origin header, besides loopback and the --addr host; repeatable; '*' allows any")

@@ -65,7 +65,7 @@ func TestPassiveRefused(t *testing.T) {
 		// A dead replica: its address refuses connections.
 		dead := httptest.NewServer(http.NotFoundHandler())
 		dead.Close()
-		if err := b.SetBackend(1, dead.URL); err != nil {
+		if err := b.SetBackend(1, dead.URL, ""); err != nil {
 			t.Fatal(err)
 		}
 		fails, movedFrom1 := 0, 0
@@ -93,7 +93,7 @@ func TestPassiveRefused(t *testing.T) {
 				t.Errorf("in pool: slot 1 %v, slot 0 %v", b.InPool(1), b.InPool(0))
 			}
 			// A new process in the slot starts afresh.
-			b.SetBackend(1, urls[1])
+			b.SetBackend(1, urls[1], "")
 			if !b.InPool(1) {
 				t.Error("a new process in slot 1 is not in the pool")
 			}

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +120,48 @@ func TestPoolAndPartition(t *testing.T) {
 	b.SetInPool(0, false)
 	if r := post(t, ts.URL, "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize"}); r.StatusCode != 503 {
 		t.Errorf("no replica in the pool: %d, want 503", r.StatusCode)
+	}
+}
+
+// A backend set with a Unix socket is reached through it: the replica
+// serves on the socket alone, its URL names a port nobody listens on, and a
+// session and a stream go through.
+func TestBackendSocket(t *testing.T) {
+	t.Parallel()
+	s := replica.New(replica.Config{Sessions: topology.SessionsLocal, Events: topology.EventsMemory, Store: store.NewMemory(0, 0)})
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: s}
+	go hs.Serve(ln)
+	t.Cleanup(func() { s.Kill(); hs.Close() })
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + closed.Addr().String()
+	closed.Close()
+	policy, _ := topology.NewPolicy("sticky", nil)
+	b, _ := New(policy, nil)
+	if err := b.SetBackend(0, dead, sock); err != nil {
+		t.Fatal(err)
+	}
+	b.SetInPool(0, true)
+	front := httptest.NewServer(b)
+	defer front.Close()
+	sid := initialize(t, front.URL)
+	if sid == "" {
+		t.Fatal("initialize through the socket got no session")
+	}
+	resp := call(t, front.URL, sid, 3, 10)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "streamed 3 events") {
+		t.Fatalf("the stream through the socket: status %d, body %q; want 200 and the call's result", resp.StatusCode, body)
+	}
+	if err := b.SetBackend(0, dead, ""); err != nil {
+		t.Fatal(err)
+	}
+	if resp := post(t, front.URL, sid, map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("without the socket, to the dead port: status %d; want 503", resp.StatusCode)
 	}
 }

@@ -29,9 +29,11 @@ func NewRemote(base, token string) *Remote {
 	}}
 }
 
-// SetBackend points a slot at a new replica URL (a restarted process).
-func (r *Remote) SetBackend(ctx context.Context, slot int, url string) error {
-	return r.post(ctx, pathBackend, ControlRequest{Slot: slot, URL: url})
+// SetBackend points a slot at a new replica URL (a restarted process),
+// reached through the Unix socket at socket when it is not empty
+// (Balancer.SetBackend).
+func (r *Remote) SetBackend(ctx context.Context, slot int, url, socket string) error {
+	return r.post(ctx, pathBackend, ControlRequest{Slot: slot, URL: url, Socket: socket})
 }
 
 // SetInPool puts a replica in the pool or takes it out.

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -50,6 +51,7 @@ const (
 type ControlRequest struct {
 	Slot     int           `json:"slot"`
 	URL      string        `json:"url,omitempty"`      // pathBackend: the slot's new replica
+	Socket   string        `json:"socket,omitempty"`   // pathBackend: the Unix socket it serves on too; none when empty
 	In       bool          `json:"in,omitempty"`       // pathPool: in the pool or out
 	On       bool          `json:"on,omitempty"`       // pathPartition: partitioned or healed
 	Latency  time.Duration `json:"latency,omitempty"`  // pathLatency: the delay before each request
@@ -86,6 +88,7 @@ func Serve(ctx context.Context, o *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("lb: %w", err)
 	}
+	defer cpuprof.Start("lb")()
 	b, _ := New(policy, nil)
 	path := o.Path
 	if path == "" {
@@ -137,7 +140,7 @@ type controller struct {
 
 func (c *controller) mux() *http.ServeMux {
 	m := http.NewServeMux()
-	m.HandleFunc("POST "+pathBackend, c.handle(func(r ControlRequest) error { return c.b.SetBackend(r.Slot, r.URL) }))
+	m.HandleFunc("POST "+pathBackend, c.handle(func(r ControlRequest) error { return c.b.SetBackend(r.Slot, r.URL, r.Socket) }))
 	m.HandleFunc("POST "+pathPool, c.handle(func(r ControlRequest) error { c.b.SetInPool(r.Slot, r.In); return nil }))
 	m.HandleFunc("POST "+pathPartition, c.handle(func(r ControlRequest) error { c.b.Partition(r.Slot, r.On); return nil }))
 	m.HandleFunc("POST "+pathLatency, c.handle(func(r ControlRequest) error { c.b.SetLatency(r.Latency); return nil }))

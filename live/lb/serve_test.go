@@ -72,7 +72,7 @@ func TestControl(t *testing.T) {
 	}
 	urls := replicas(t, 2)
 	for i, u := range urls {
-		if err := s.remote.SetBackend(ctx, i, u); err != nil {
+		if err := s.remote.SetBackend(ctx, i, u, ""); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.remote.SetInPool(ctx, i, true); err != nil {

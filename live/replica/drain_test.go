@@ -1,7 +1,14 @@
 package replica
 
 import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stormsim/stormsim/topology"
@@ -31,5 +38,33 @@ func TestDrainSendsTheLastResult(t *testing.T) {
 		if counts.ResultsSent != 1 {
 			t.Fatalf("call %d: %d results counted sent, want 1", i, counts.ResultsSent)
 		}
+	}
+}
+
+// A replica's Unix socket keeps its file when the server closes it, so
+// that a connection afterwards is refused, as one to a closed TCP port is:
+// the LB's passive health check reads that as the replica gone.
+func TestServeSocketRefusedAfterClose(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	hs := &http.Server{Handler: http.NotFoundHandler()}
+	if err := serveSocket(hs, sock); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := hc.Get("http://127.0.0.1/") // answered: the server serves on the socket
+	if err != nil {
+		t.Fatalf("a request on the open socket: %v", err)
+	}
+	resp.Body.Close()
+	hc.CloseIdleConnections()
+	hs.Close()
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the socket's file went with its listener: %v", err)
+	}
+	if _, err := net.Dial("unix", sock); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dialling the closed socket: %v; want connection refused", err)
 	}
 }

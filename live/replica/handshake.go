@@ -55,8 +55,9 @@ func say(w io.Writer, line string) {
 // event store holds on StorePath ({"bytes": N}; 404 without) at addr, prints
 // the listening line to stdout, and waits for SIGTERM (drain: true, after
 // printing the draining line) or the end of ctx (false). The caller shuts
-// hs down.
-func listenAndWait(ctx context.Context, stdout io.Writer, addr string, mcp http.Handler, healthy func() bool, storeBytes func() int64, routes ...route) (hs *http.Server, drain bool, err error) {
+// hs down. With a socket path it serves the same on that Unix socket too
+// (serveSocket).
+func listenAndWait(ctx context.Context, stdout io.Writer, addr, socket string, mcp http.Handler, healthy func() bool, storeBytes func() int64, routes ...route) (hs *http.Server, drain bool, err error) {
 	mux := http.NewServeMux()
 	for _, r := range routes {
 		mux.HandleFunc(r.pattern, r.h)
@@ -70,6 +71,10 @@ func listenAndWait(ctx context.Context, stdout io.Writer, addr string, mcp http.
 		return nil, false, err
 	}
 	hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := serveSocket(hs, socket); err != nil {
+		ln.Close()
+		return nil, false, err
+	}
 	go hs.Serve(ln) //nolint:errcheck // ends with the caller's Shutdown or Close
 	say(stdout, fmt.Sprintf("%shttp://%s/mcp", listeningLine, ln.Addr()))
 	term := make(chan os.Signal, 1)
@@ -91,6 +96,23 @@ func listenAndWait(ctx context.Context, stdout io.Writer, addr string, mcp http.
 	// the pool at once, whoever sent the SIGTERM.
 	say(stdout, drainingLine)
 	return hs, true, nil
+}
+
+// serveSocket serves hs on a Unix socket at path too, if path is not
+// empty: the LB of a live topology reaches the replica there. The socket's
+// file stays when hs closes it, so that a connection after a drain or a
+// kill is refused, as a TCP connection to a closed port is.
+func serveSocket(hs *http.Server, path string) error {
+	if path == "" {
+		return nil
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	go hs.Serve(ln) //nolint:errcheck // ends with the caller's Shutdown or Close
+	return nil
 }
 
 // ownRoutes are stormsim's own endpoints on every replica it starts, which

@@ -107,6 +107,7 @@ type call struct {
 	token           string // the client's progress token: the production log's join key
 	logHead         []byte // the production log line after the index, up to the time
 	logTail         []byte // and after the time
+	logBuf          []byte // the line being written; only the producer's goroutine touches it
 	total           int
 	// cancel ends the call's work: the replica's death (every call), or,
 	// in an era that cancels on close, its response stream closing.
@@ -674,14 +675,15 @@ func logHead(c *call) []byte {
 }
 
 // logEvent is the production log line of event index of c at tNS:
-// {"index":…,"session":…,"stream":…,"t_ns":…,"token":…}, built by hand.
+// {"index":…,"session":…,"stream":…,"t_ns":…,"token":…}, built by hand
+// in c's one buffer, which the next line reuses: it runs for every event.
 func logEvent(c *call, index, tNS int64) []byte {
-	line := make([]byte, 0, len(c.logHead)+len(c.logTail)+40)
-	line = append(line, `{"index":`...)
+	line := append(c.logBuf[:0], `{"index":`...)
 	line = strconv.AppendInt(line, index, 10)
 	line = append(line, c.logHead...)
 	line = strconv.AppendInt(line, tNS, 10)
-	return append(line, c.logTail...)
+	c.logBuf = append(line, c.logTail...)
+	return c.logBuf
 }
 
 // logLine writes one line of the production log, if there is one.
@@ -726,10 +728,12 @@ func (c *call) unsubscribe(ch chan store.Event) {
 	}
 }
 
-// sse writes SSE frames and flushes each at once.
+// sse writes SSE frames and flushes each at once. Only the stream's own
+// goroutine uses it.
 type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w   http.ResponseWriter
+	f   http.Flusher
+	buf []byte // the frame being written, reused by the next one
 }
 
 func (s *Server) openSSE(w http.ResponseWriter, session string) (*sse, bool) {
@@ -748,12 +752,16 @@ func (s *Server) openSSE(w http.ResponseWriter, session string) (*sse, bool) {
 	return &sse{w: w, f: f}, true
 }
 
-func (o *sse) event(id string, data []byte) error {
-	b := make([]byte, 0, len(id)+len(data)+16)
-	if id != "" {
-		b = append(append(append(b, "id: "...), id...), '\n')
+// event writes one frame: the id <stream>_<index> when stream is not
+// empty, then the data.
+func (o *sse) event(stream string, index int64, data []byte) error {
+	b := o.buf[:0]
+	if stream != "" {
+		b = append(append(b, "id: "...), stream...)
+		b = append(strconv.AppendInt(append(b, '_'), index, 10), '\n')
 	}
 	b = append(append(append(b, "data: "...), data...), "\n\n"...)
+	o.buf = b
 	if _, err := o.w.Write(b); err != nil {
 		return err
 	}
@@ -803,14 +811,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call, after i
 			return true
 		}
 		last = e.Index
-		id := ""
+		id := "" // no event id: nothing to resume from
 		if s.hasStore() {
-			id = c.stream + "_" + strconv.FormatInt(e.Index, 10)
+			id = c.stream
 		}
 		if e.Final && !s.countResult(c.stream) {
 			return false // frozen: nothing more goes out
 		}
-		return out.event(id, e.Data) == nil && !e.Final
+		return out.event(id, e.Index, e.Data) == nil && !e.Final
 	}
 	for _, e := range past {
 		if !send(e) {
@@ -955,7 +963,7 @@ func (s *Server) replayAndFollow(w http.ResponseWriter, r *http.Request, f *fact
 				}
 				data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
 					"error": map[string]any{"code": -32000, "message": "call orphaned: its replica died"}})
-				out.event("", data)
+				out.event("", 0, data)
 				return
 			}
 		}
@@ -968,7 +976,7 @@ func (s *Server) sendStored(out *sse, stream string, e store.Event) bool {
 	if e.Final && !s.countResult(stream) {
 		return true // frozen: nothing more goes out
 	}
-	return out.event(stream+"_"+strconv.FormatInt(e.Index, 10), e.Data) != nil || e.Final
+	return out.event(stream, e.Index, e.Data) != nil || e.Final
 }
 
 // standalone is the GET stream for server-initiated messages; this server

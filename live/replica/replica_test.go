@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -301,6 +302,45 @@ func TestHandBuiltJSON(t *testing.T) {
 		wantLine, _ := json.Marshal(map[string]any{"session": "s1", "stream": "ab12", "token": tok, "index": 5, "t_ns": 1234567890})
 		if string(line) != string(wantLine)+"\n" {
 			t.Errorf("log line:\n got %s\nwant %s", line, wantLine)
+		}
+	}
+}
+
+// randString draws a string of up to 24 runes, quotes, backslashes,
+// control characters, HTML's <>& and bytes that are no UTF-8 among them.
+func randString(r *rand.Rand) string {
+	pool := []string{"a", "Z", "0", "_", ".", `"`, `\`, "\n", "\t", "\x00", "\x1f", "<", ">", "&", "é", "\u2028", "😀", "\xff", "\xc3"}
+	var b strings.Builder
+	for range r.IntN(25) {
+		b.WriteString(pool[r.IntN(len(pool))])
+	}
+	return b.String()
+}
+
+// The hand-built progress notifications and production log lines are
+// encoding/json's bytes on random values too, and a call's reused log
+// buffer gives each line whole.
+func TestHandBuiltJSONRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 1))
+	for range 2000 {
+		tok, sess, strm, pad := randString(r), randString(r), randString(r), randString(r)
+		i, total := r.IntN(1<<20), r.IntN(1<<20)
+		index, tNS := r.Int64()-r.Int64(), r.Int64()
+		padJSON, _ := json.Marshal(pad)
+		tokJSON, _ := json.Marshal(tok)
+		want, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+			"params": map[string]any{"progressToken": tok, "progress": i, "total": total, "message": pad}})
+		if got := progressData(padJSON, tokJSON, i, total); string(got) != string(want) {
+			t.Fatalf("progress:\n got %s\nwant %s", got, want)
+		}
+		c := &call{session: sess, stream: strm, token: tok}
+		c.logHead = logHead(c)
+		for range 2 { // the second line reuses the first one's buffer
+			wantLine, _ := json.Marshal(map[string]any{"session": sess, "stream": strm, "token": tok, "index": index, "t_ns": tNS})
+			if line := logEvent(c, index, tNS); string(line) != string(wantLine)+"\n" {
+				t.Fatalf("log line:\n got %s\nwant %s", line, wantLine)
+			}
+			index, tNS = index/3, tNS/7
 		}
 	}
 }

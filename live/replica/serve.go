@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/live/redislog"
 	"github.com/stormsim/stormsim/live/store"
 	"github.com/stormsim/stormsim/protocol"
@@ -34,6 +36,7 @@ type ServeOptions struct {
 	Addr       string   // listen address (port 0 picks a free one)
 	RedisAddr  string   // Redis URL, for the Redis designs
 	LogPath    string   // production log file; none when empty
+	Socket     string   // a Unix socket path to serve on too; none when empty
 	AllowHosts []string // host names besides loopback and Addr's host that a Host or Origin may name
 	Slot       int      // this replica's slot
 	Slots      int      // number of slots, for hash-minted session ids
@@ -51,8 +54,9 @@ func Serve(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
 	case topology.ServerGoSDK:
 		return serveSDK(ctx, d, o)
 	case topology.ServerTSSDK:
-		return serveTS(d, o.Addr, o.LogPath, o.AllowHosts)
+		return serveTS(d, o.Addr, o.Socket, o.LogPath, o.AllowHosts)
 	}
+	defer cpuprof.Start("replica-" + strconv.Itoa(o.Slot))()
 	cfg, done, err := ConfigOf(d, o)
 	if err != nil {
 		return err
@@ -63,7 +67,7 @@ func Serve(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
 	if mem, ok := cfg.Store.(*store.Memory); ok {
 		storeBytes = mem.Bytes
 	}
-	hs, drain, err := listenAndWait(ctx, o.Stdout, o.Addr, srv, srv.Healthy, storeBytes, countRoutes(srv)...)
+	hs, drain, err := listenAndWait(ctx, o.Stdout, o.Addr, o.Socket, srv, srv.Healthy, storeBytes, countRoutes(srv)...)
 	if err != nil {
 		return err
 	}

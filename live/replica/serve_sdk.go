@@ -56,7 +56,7 @@ func serveSDK(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
 		logRedisTo(f)
 	}
 	srv := sdkreplica.New(cfg)
-	hs, drain, err := listenAndWait(ctx, o.Stdout, addr, srv, func() bool { return true }, nil)
+	hs, drain, err := listenAndWait(ctx, o.Stdout, addr, o.Socket, srv, func() bool { return true }, nil)
 	if err != nil {
 		return err
 	}

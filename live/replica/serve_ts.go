@@ -15,7 +15,10 @@ import (
 // node/server.mjs (the SDK's StreamableHTTPServerTransport, one per
 // session, each with the SDK's InMemoryEventStore), so the signals the
 // topology sends, SIGTERM and SIGKILL, reach the Node process itself.
-func serveTS(d *scenario.Design, addr, logPath string, allowHosts []string) error {
+func serveTS(d *scenario.Design, addr, socket, logPath string, allowHosts []string) error {
+	if socket != "" {
+		return &InputError{fmt.Errorf("serve: design %s has server = %q, which serves on no Unix socket: drop --socket", d.Name, topology.ServerTSSDK)}
+	}
 	node, script, err := tsdk.Program("server.mjs")
 	if err != nil {
 		return fmt.Errorf("serve: design %s has server = %q: %w", d.Name, topology.ServerTSSDK, err)

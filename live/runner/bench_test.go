@@ -34,7 +34,13 @@ import (
 // Redis, when the design has one), read from /proc/PID/stat of every child
 // while it runs, and the host's lateness (the run's host block, its
 // saturation verdict included). STORMSIM_BENCH_EVENTS shortens the calls
-// (at least 10 events) for a quick check.
+// (at least 10 events) for a quick check; STORMSIM_BENCH_STORM=off skips
+// the storm run, for a measurement of one level (STORMSIM_BENCH_STREAMS=
+// N-1..N with a step of 1000 or more runs the level N-1 alone).
+//
+// With STORMSIM_CPUPROFILE_DIR set (package live/internal/cpuprof), the LB
+// and the replicas of every run write their CPU profiles there; the
+// clients' is the test binary's own -cpuprofile.
 //
 // The open files a process may have cap a level: the clients hold one
 // socket per stream, the LB two (one each side), so 20,000 files fit about
@@ -61,6 +67,9 @@ func BenchmarkLiveStreams(b *testing.B) {
 		best.print()
 		b.ReportMetric(float64(best.n), "streams-held")
 		best.reportMetrics(b)
+		if os.Getenv("STORMSIM_BENCH_STORM") == "off" {
+			continue
+		}
 		storm := benchRun(b, best.n, events, true)
 		fmt.Printf("storm of %d reconnects at %d streams: absorbed in %.2f s (recovery p50 %.2f s, p99 %.2f s)\n",
 			storm.stormCut, best.n, storm.storm[2], storm.storm[0], storm.storm[1])
@@ -132,13 +141,19 @@ func (r levelResult) roles() []string {
 func (r levelResult) print() {
 	d := float64(max(r.delivered, 1))
 	fmt.Printf("CPU per delivered event at %d streams: %.1f µs, all processes together (%d events delivered)\n", r.n, r.cpuTotal()/d*1e6, r.delivered)
-	for _, k := range r.roles() {
-		fmt.Printf("  %-14s %7.1f µs  (%.1f s)\n", k, r.cpu[k]/d*1e6, r.cpu[k])
-	}
+	r.printSplit()
 	if h := r.host; h != nil {
 		fmt.Printf("host at %d streams: %s; timers p99 %.1f ms (max %.1f), producers p99 %.1f ms (max %.1f), scheduler p99 %.1f ms; load generator %.2f of %d cores; load average %.2f\n",
 			r.n, h.Verdict, h.TimerLatenessMS.P99, h.TimerLatenessMS.Max, h.ProducerLatenessMS.P99, h.ProducerLatenessMS.Max,
 			h.SchedLatencyMS.P99, h.LoadgenCPUCores, h.Cores, h.LoadAverage)
+	}
+}
+
+// printSplit prints the CPU per delivered event of each process.
+func (r levelResult) printSplit() {
+	d := float64(max(r.delivered, 1))
+	for _, k := range r.roles() {
+		fmt.Printf("  %-14s %7.1f µs  (%.1f s)\n", k, r.cpu[k]/d*1e6, r.cpu[k])
 	}
 }
 
@@ -190,6 +205,7 @@ func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 	}
 	fmt.Printf("streams %6d: %6d of %d calls got >=99%% of their events within 1 s: held %v; CPU %.1f µs per delivered event\n",
 		n, r.onTime, r.calls, r.held(), r.cpuTotal()/float64(max(r.delivered, 1))*1e6)
+	r.printSplit()
 	return r
 }
 

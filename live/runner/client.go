@@ -38,6 +38,7 @@ type vclient struct {
 	e         int32 // the current call's length
 	think     int64
 	attempt   int32  // the current attempt; -1 before the call's first POST
+	tok       string // history.Token of the current attempt; "" before the call's first POST
 	attempts  int32  // attempts begun in the current call
 	stream    string // the server's stream id, from the event ids
 	lastID    string // the last event id of the current attempt, as the server wrote it
@@ -102,6 +103,7 @@ func (c *vclient) nextCall() clients.Action {
 	n, think := workload.Draw(w, &c.work)
 	c.seq++
 	c.e, c.think, c.attempt, c.attempts, c.reached, c.hasID, c.stream, c.lastID = n, think, -1, 0, -1, false, "", ""
+	c.tok = ""
 	c.events = 0
 	c.callStart, c.inCall = c.now(), true
 	c.hist.Calls = append(c.hist.Calls, history.Call{Client: c.id, Seq: c.seq, E: c.d.ownLength(n), Start: c.callStart, End: -1})
@@ -271,6 +273,7 @@ var methods = [...]string{clients.ReqInitialize: http.MethodPost, clients.ReqIni
 func (c *vclient) send(ctx context.Context, a clients.Action) (clients.Input, bool) {
 	if a.Req == clients.ReqCall {
 		c.attempt, c.attempts = c.attempts, c.attempts+1
+		c.tok = history.Token(c.id, c.seq, c.attempt)
 		c.reached, c.hasID, c.stream, c.lastID = -1, false, "", ""
 	}
 	rec := c.newRecord(a)
@@ -759,8 +762,12 @@ func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
 	if p.index >= 0 {
 		idx = p.index
 	}
-	if cl, k, a, ok := history.ParseToken(p.token); ok && cl == c.id && k == c.seq {
-		attempt = a
+	// Nearly every event names the current attempt: a comparison with its
+	// token spares the parse.
+	if p.token == "" || p.token != c.tok {
+		if cl, k, a, ok := history.ParseToken(p.token); ok && cl == c.id && k == c.seq {
+			attempt = a
+		}
 	}
 	switch {
 	case p.invalid || ((p.result || p.rpcErr) && answers(p, c.id, c.seq) != ""):

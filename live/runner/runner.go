@@ -38,6 +38,7 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
 	"github.com/stormsim/stormsim/live/redislog"
+	"github.com/stormsim/stormsim/live/replica"
 	"github.com/stormsim/stormsim/live/topo"
 	"github.com/stormsim/stormsim/protocol"
 	"github.com/stormsim/stormsim/report"
@@ -407,6 +408,27 @@ type replicaLogLine struct {
 	msg  string
 }
 
+// logLine is one line of a replica's production log.
+type logLine struct {
+	Session   string `json:"session"`
+	Token     string `json:"token"`
+	Index     int32  `json:"index"`
+	TNS       int64  `json:"t_ns"`
+	Start     bool   `json:"start"`
+	Cancelled bool   `json:"cancelled"`
+	GoRedis   string `json:"go_redis"`
+}
+
+// readLogLine reads one line of a production log: an event's line by the
+// replica's own reader, any other with encoding/json. ok is false for a
+// line that is no JSON (cut short by SIGKILL).
+func readLogLine(b []byte) (rec logLine, ok bool) {
+	if e, ok := replica.ParseEventLine(b); ok && e.Index == int64(int32(e.Index)) {
+		return logLine{Session: e.Session, Token: e.Token, Index: int32(e.Index), TNS: e.TNS}, true
+	}
+	return rec, json.Unmarshal(b, &rec) == nil
+}
+
 // readLogs reads every replica's production log in dir: the events
 // produced, and go-redis's log lines.
 func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, error) {
@@ -418,6 +440,11 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 	sort.Strings(files)
 	var out []history.Produced
 	base := t0.UnixNano()
+	type token struct {
+		c, k, a int32
+		ok      bool
+	}
+	toks := map[string]token{}
 	for _, f := range files {
 		var slot int
 		fmt.Sscanf(filepath.Base(f), "replica-%d.jsonl", &slot)
@@ -428,24 +455,21 @@ func readLogs(dir string, t0 time.Time) ([]history.Produced, []replicaLogLine, e
 		sc := bufio.NewScanner(fh)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var rec struct {
-				Session   string `json:"session"`
-				Token     string `json:"token"`
-				Index     int32  `json:"index"`
-				TNS       int64  `json:"t_ns"`
-				Start     bool   `json:"start"`
-				Cancelled bool   `json:"cancelled"`
-				GoRedis   string `json:"go_redis"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			rec, ok := readLogLine(sc.Bytes())
+			if !ok {
 				continue // a line cut short by SIGKILL
 			}
 			if rec.GoRedis != "" {
 				lines = append(lines, replicaLogLine{slot: slot, at: time.Duration(rec.TNS - base), msg: rec.GoRedis})
 				continue
 			}
-			c, k, a, ok := history.ParseToken(rec.Token)
-			if !ok {
+			t, seen := toks[rec.Token] // a call's every line names its token
+			if !seen {
+				t.c, t.k, t.a, t.ok = history.ParseToken(rec.Token)
+				toks[rec.Token] = t
+			}
+			c, k, a := t.c, t.k, t.a
+			if !t.ok {
 				continue
 			}
 			out = append(out, history.Produced{Client: c, Seq: k, Attempt: a, Index: rec.Index, T: rec.TNS - base, Start: rec.Start,

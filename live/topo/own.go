@@ -225,7 +225,7 @@ func (t *Topology) startOwn(ctx context.Context, slot int) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := t.bal.SetBackend(ctx, slot, base); err != nil {
+	if err := t.bal.SetBackend(ctx, slot, base, ""); err != nil {
 		return fail("%v", err)
 	}
 	t.mu.Lock()

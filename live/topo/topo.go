@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/child"
+	"github.com/stormsim/stormsim/live/internal/cpuprof"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -104,6 +106,8 @@ type Topology struct {
 	exits   []Exit         // own-server replicas and the LB, ended when nobody stopped them
 	closing bool
 	gotmp   string // the own server's GOTMPDIR (goTmp), removed by Close
+	sockDir string // the folder of the replicas' Unix sockets (socketPath), removed by Close
+	nsock   int    // sockets named so far
 	// storeGen counts the scheduled store fault steps begun and ended;
 	// storeHeld is true while one holds the store down (see StoreFault).
 	storeGen  uint64
@@ -261,6 +265,13 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	if t.opts.LogDir != "" {
 		args = append(args, "--log", fmt.Sprintf("%s/replica-%d.jsonl", t.opts.LogDir, slot))
 	}
+	socket, err := t.socketPath(slot)
+	if err != nil {
+		return err
+	}
+	if socket != "" {
+		args = append(args, "--socket", socket)
+	}
 	cmd := exec.Command(t.opts.Bin, args...)
 	if t.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -305,7 +316,7 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 	limit := wait.For(wait.Ready)
 	select {
 	case u := <-addr:
-		if err := t.bal.SetBackend(ctx, slot, u); err != nil {
+		if err := t.bal.SetBackend(ctx, slot, u, socket); err != nil {
 			return err
 		}
 		t.mu.Lock()
@@ -481,6 +492,7 @@ func (t *Topology) Close() error {
 	if t.stop != nil {
 		t.stop()
 	}
+	cpuprof.Collect(t.profiled()) // before the kills, which leave no profile
 	t.mu.Lock()
 	t.closing = true
 	groups := slices.Clone(t.groups)
@@ -526,12 +538,57 @@ func (t *Topology) Close() error {
 		}
 	}
 	t.mu.Lock()
-	gotmp := t.gotmp
+	gotmp, sockDir := t.gotmp, t.sockDir
 	t.mu.Unlock()
 	if gotmp != "" {
 		os.RemoveAll(gotmp) // every process that could write there is gone
 	}
+	if sockDir != "" {
+		os.RemoveAll(sockDir)
+	}
 	return nil
+}
+
+// socketPath is the Unix socket a new process in slot serves the LB on
+// (replica.ServeOptions.Socket), in a folder of the topology's own: a new
+// name for every process. "" for the TypeScript SDK's replica, which the
+// LB reaches over TCP.
+func (t *Topology) socketPath(slot int) (string, error) {
+	if t.d.Server == topology.ServerTSSDK {
+		return "", nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sockDir == "" {
+		dir, err := os.MkdirTemp("", "stormsim-sock-")
+		if err != nil {
+			return "", fmt.Errorf("topo: a folder for the replicas' sockets: %w", err)
+		}
+		t.sockDir = dir
+	}
+	t.nsock++
+	return filepath.Join(t.sockDir, fmt.Sprintf("%d.%d.sock", slot, t.nsock)), nil
+}
+
+// profiled lists the processes that write a CPU profile when
+// cpuprof.DirEnv is set: the LB and the reference replicas (not an own
+// server nor an SDK's, whose processes do not answer SIGUSR1).
+func (t *Topology) profiled() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var pids []int
+	if t.lbCmd != nil {
+		pids = append(pids, t.lbCmd.Process.Pid)
+	}
+	if t.d.Own != nil || t.d.Server == topology.ServerGoSDK || t.d.Server == topology.ServerTSSDK {
+		return pids
+	}
+	for _, c := range t.slots {
+		if c != nil && c.Process != nil && t.pids[c.Process.Pid] {
+			pids = append(pids, c.Process.Pid)
+		}
+	}
+	return pids
 }
 
 // noticeDown takes a slot out of the LB's pool once the health check would
