@@ -253,6 +253,7 @@ type Stats struct {
 	PurgeRounds      int64         // memory store purge rounds
 	PurgeVisits      int64         // streams the purge rounds looked at
 	Busy             time.Duration // time spent in the engine's loop
+	CPU              time.Duration // CPU time of the loop's thread, with Options.cpuClock; 0 otherwise
 }
 
 func (e *engine) view() topology.View { return engineView{e} }
