@@ -149,6 +149,7 @@ type engine struct {
 	// engine with it and requires that the live replica then disagrees.
 	// Nil in every run.
 	mutate                                            func(clients.Req, protocol.Answer) protocol.Answer
+	fx                                                facts // the facts of the request being served (serveOn)
 	hasSessions, shared, priming, pollClose, noResume bool
 	events                                            string
 	evBytes                                           int64
