@@ -154,6 +154,7 @@ type engine struct {
 	events                                            string
 	evBytes                                           int64
 	redisCost                                         topology.RedisStreamCost
+	redisMemo                                         [4][]int64 // redisCost.Stream, tabulated (redisStreamMemo)
 	iv                                                int64
 	horizon, duration, step                           int64
 

@@ -187,6 +187,11 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	}
 	e.evBytes = max(d.Store.MemoryEventBytes(sc.Workload.EventBytes), 1)
 	e.redisCost = d.Store.RedisStreamCost(sc.Workload.EventBytes)
+	if caps.Events == topology.EventsRedis {
+		// Calls longer than the table (a long-tailed length, a large
+		// events_max) work their bytes out.
+		e.redisMemo = redisStreamMemo(&e.redisCost, min(max(sc.Workload.EventsMax, 0)+2, 1<<12))
+	}
 	if e.iv < 1 {
 		e.iv = 1
 	}
