@@ -75,6 +75,7 @@ type client struct {
 	finished bool
 
 	// The session as the server side sees it.
+	pin      int32 // the LB's pin of the session, slot + 1 (topology.Request.Pin)
 	sess     uint64
 	sessProc int32 // local: the process that holds it; -1 none
 	sessOK   bool  // shared: the session record exists

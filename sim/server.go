@@ -31,7 +31,7 @@ func (e *engine) arrive(id int32, c *client) {
 // is a value, not a pointer, so that a request costs no allocation.
 func (e *engine) front(c *client) (p int32, wait int64, refused protocol.Answer) {
 	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
-	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
+	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess, Pin: &c.pin}, e.view())
 	if slot < 0 {
 		return -1, 0, protocol.Unreachable // no replica in the pool
 	}
@@ -159,7 +159,7 @@ func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
 			slot := e.procs[p].slot
 			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), protocol.HashIDs(e.d.LB))
 			c.sessProc, c.sessOK, c.sessEpoch = p, true, e.storeEpoch
-			e.lb.Bind(c.sess, int(slot))
+			topology.BindSession(e.lb, c.sess, &c.pin, int(slot))
 		}
 	case clients.ReqCall:
 		e.startAttempt(id, c, p)
