@@ -175,6 +175,9 @@ type engine struct {
 	steps      []faults.Step
 	arrivals   []int64
 
+	phSorted []phaseEntry // memInstant's entries by attempt
+	phKeys   []uint64     // and their sort keys
+
 	open int64 // open call and resume streams
 
 	// The LB's view of the slots, and faults in force.

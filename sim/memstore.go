@@ -387,7 +387,18 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 	}
 	e.phScratch = at
 	if len(at) > 1 {
-		slices.SortFunc(at, func(a, b phaseEntry) int { return int(a.ai - b.ai) })
+		// By attempt: sort keys ai<<32 | j as plain integers, with no
+		// comparison function to call, and put the entries in their order.
+		keys := e.phKeys[:0]
+		for j := range at {
+			keys = append(keys, uint64(at[j].ai)<<32|uint64(j))
+		}
+		slices.Sort(keys)
+		byAI := e.phSorted[:0]
+		for _, k := range keys {
+			byAI = append(byAI, at[k&math.MaxUint32])
+		}
+		e.phKeys, e.phSorted, at = keys, byAI, byAI
 	}
 	c := e.memCap()
 	for _, pe := range at {
