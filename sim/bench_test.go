@@ -45,8 +45,9 @@ func benchScenario(b *testing.B) *scenario.Scenario {
 // workload a second time with one design at a time, and times both the
 // engine's loop and the heap op on the CPU clock of the thread each runs
 // on: the same conditions (one goroutine, the other core free for the
-// collector) and the same clock, which other work on a shared machine does
-// not move by taking the cores away.
+// collector) and the same clock, which leaves out the time other work on a
+// shared machine holds the core (that work still slows both through the
+// caches).
 func BenchmarkEngine(b *testing.B) {
 	sc := benchScenario(b)
 	var shared, alone engineRuns
