@@ -177,7 +177,7 @@ orderings: build ## how often each claim of docs/model.md about the backoff vari
 # make bench: the engine on the pinned workload, then the plan sweep of deploy-restart at
 # 1,000..10,000 clients (10 loads × 6 designs), each 3 times; then where the engine's time goes:
 # a CPU profile of one more run of the pinned workload, its top functions and their share.
-bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op; the plan sweep's wall time; a CPU profile
+bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream events, wall time, cost per event / heap op (designs at once; one at a time on the thread CPU clock); the plan sweep's wall time; a CPU profile
 	$(MEASURE) bench -- $(GO) test -run '^$$' -bench BenchmarkEngine -benchtime 1x -count 3 -timeout 60m ./sim/
 	$(MEASURE) -make bench bench-sweep -- $(GO) test -run '^$$' -bench BenchmarkPlanSweep -benchtime 1x -count 3 -timeout 60m ./cli/
 	$(GO) test -c -o bin/sim.test ./sim/

@@ -211,8 +211,8 @@ func simDecide(t *testing.T, dc diffCase, mutate func(clients.Req, protocol.Answ
 	for range 1 + btoi(dc.twice) {
 		c.req = dc.req
 		q, _, refused := e.front(c)
-		if refused != nil {
-			in = response(*refused)
+		if q < 0 {
+			in = response(refused)
 			continue
 		}
 		if q != p {

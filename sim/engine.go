@@ -75,6 +75,7 @@ type client struct {
 	finished bool
 
 	// The session as the server side sees it.
+	pin      int32 // the LB's pin of the session, slot + 1 (topology.Request.Pin)
 	sess     uint64
 	sessProc int32 // local: the process that holds it; -1 none
 	sessOK   bool  // shared: the session record exists
@@ -149,10 +150,12 @@ type engine struct {
 	// engine with it and requires that the live replica then disagrees.
 	// Nil in every run.
 	mutate                                            func(clients.Req, protocol.Answer) protocol.Answer
+	fx                                                facts // the facts of the request being served (serveOn)
 	hasSessions, shared, priming, pollClose, noResume bool
 	events                                            string
 	evBytes                                           int64
 	redisCost                                         topology.RedisStreamCost
+	redisMemo                                         [4][]int64 // redisCost.Stream, tabulated (redisStreamMemo)
 	iv                                                int64
 	horizon, duration, step                           int64
 
@@ -171,6 +174,9 @@ type engine struct {
 	opsDiff    []int64 // difference array of whole-step appends
 	steps      []faults.Step
 	arrivals   []int64
+
+	phSorted []phaseEntry // memInstant's entries by attempt
+	phKeys   []uint64     // and their sort keys
 
 	open int64 // open call and resume streams
 
@@ -253,6 +259,7 @@ type Stats struct {
 	PurgeRounds      int64         // memory store purge rounds
 	PurgeVisits      int64         // streams the purge rounds looked at
 	Busy             time.Duration // time spent in the engine's loop
+	CPU              time.Duration // CPU time of the loop's thread, with Options.cpuClock; 0 otherwise
 }
 
 func (e *engine) view() topology.View { return engineView{e} }

@@ -82,10 +82,11 @@ type memStore struct {
 
 // phaseEntry is a running stream in the phase index; f is its purge
 // counter (see memStore), raised lazily: its value is the greatest of f and
-// the least of every tree node above its bucket.
+// the least of every tree node above its bucket. ph is start mod the
+// interval, kept so that a bucket scan divides nothing.
 type phaseEntry struct {
-	start, f int64
-	ai, e    int32
+	start, f, ph int64
+	ai, e        int32
 }
 
 const (
@@ -211,7 +212,7 @@ func (s *memStore) index(ai int32, start int64, e int32, iv, f int64) {
 	ph := start % iv
 	b := s.bucket(ph, iv)
 	s.leafOpen(b)
-	s.bk[b] = append(s.bk[b], phaseEntry{start: start, f: f, ai: ai, e: e})
+	s.bk[b] = append(s.bk[b], phaseEntry{start: start, f: f, ph: ph, ai: ai, e: e})
 	s.leafClose(b)
 	s.fwAdd(b, 1)
 	s.run++
@@ -247,7 +248,7 @@ func (s *memStore) countLE(x, iv int64) int64 {
 	b := s.bucket(x, iv)
 	n := s.fwPrefix(b - 1)
 	for _, p := range s.bk[b] {
-		if p.start%iv <= x {
+		if p.ph <= x {
 			n++
 		}
 	}
@@ -266,7 +267,7 @@ func (s *memStore) kth(k, iv int64, scratch []int64) (int64, []int64) {
 	// b is now the bucket holding it (the Fenwick index b+1).
 	scratch = scratch[:0]
 	for _, p := range s.bk[b] {
-		scratch = append(scratch, p.start%iv)
+		scratch = append(scratch, p.ph)
 	}
 	slices.Sort(scratch)
 	return scratch[k-below-1], scratch
@@ -380,13 +381,24 @@ func (e *engine) memInstant(p int32, tau int64) int64 {
 	x := tau % e.iv
 	at := e.phScratch[:0]
 	for _, pe := range s.bk[s.bucket(x, e.iv)] {
-		if pe.start%e.iv == x && pe.start < tau {
+		if pe.ph == x && pe.start < tau {
 			at = append(at, pe)
 		}
 	}
 	e.phScratch = at
 	if len(at) > 1 {
-		slices.SortFunc(at, func(a, b phaseEntry) int { return int(a.ai - b.ai) })
+		// By attempt: sort keys ai<<32 | j as plain integers, with no
+		// comparison function to call, and put the entries in their order.
+		keys := e.phKeys[:0]
+		for j := range at {
+			keys = append(keys, uint64(at[j].ai)<<32|uint64(j))
+		}
+		slices.Sort(keys)
+		byAI := e.phSorted[:0]
+		for _, k := range keys {
+			byAI = append(byAI, at[k&math.MaxUint32])
+		}
+		e.phKeys, e.phSorted, at = keys, byAI, byAI
 	}
 	c := e.memCap()
 	for _, pe := range at {
@@ -452,7 +464,7 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 		l := s.bk[bx]
 		for j := range l {
 			c := fl
-			if ph := l[j].start % iv; ph > x || ph == x && l[j].ai > done {
+			if ph := l[j].ph; ph > x || ph == x && l[j].ai > done {
 				c++
 			}
 			if l[j].f == c {

@@ -66,7 +66,30 @@ func (e *engine) streamBytes(lo, hi, final int64) int64 {
 	if result {
 		n--
 	}
+	k := 0
+	if priming {
+		k = 2
+	}
+	if result {
+		k++
+	}
+	if t := e.redisMemo[k]; n >= 0 && n < int64(len(t)) {
+		return t[n]
+	}
 	return e.redisCost.Stream(n, priming, result)
+}
+
+// redisStreamMemo tabulates c.Stream for 0 to n-1 progress events, by
+// priming×2 + result: a step's sum over the running streams then looks
+// each one's bytes up instead of working them out again.
+func redisStreamMemo(c *topology.RedisStreamCost, n int) (t [4][]int64) {
+	for k := range t {
+		t[k] = make([]int64, n)
+		for i := range t[k] {
+			t[k][i] = c.Stream(int64(i), k >= 2, k%2 == 1)
+		}
+	}
+	return t
 }
 
 // first is the index of a stream's first stored event: 0, the priming

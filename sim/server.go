@@ -15,8 +15,8 @@ type gap struct{ from, until int64 }
 func (e *engine) arrive(id int32, c *client) {
 	p, wait, refused := e.front(c)
 	switch {
-	case refused != nil:
-		e.answer(id, c, response(*refused))
+	case p < 0:
+		e.answer(id, c, response(refused))
 	case wait > 0:
 		c.admitProc = p
 		e.q.push(event{at: e.now + wait, kind: evResponse, id: id, tok: c.tok, aux: atHandler})
@@ -27,27 +27,28 @@ func (e *engine) arrive(id int32, c *client) {
 
 // front takes a request to a replica: the LB's pick, then the replica's
 // admission and accept queue. It returns the process and how long the
-// request waits in its queue, or the answer of a refusal.
-func (e *engine) front(c *client) (p int32, wait int64, refused *protocol.Answer) {
+// request waits in its queue, or -1 and the answer of a refusal. The answer
+// is a value, not a pointer, so that a request costs no allocation.
+func (e *engine) front(c *client) (p int32, wait int64, refused protocol.Answer) {
 	withSession := c.req != clients.ReqInitialize && c.brain.HasSession()
-	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess}, e.view())
+	slot := e.lb.Pick(topology.Request{HasSession: withSession, Session: c.sess, Pin: &c.pin}, e.view())
 	if slot < 0 {
-		return -1, 0, &protocol.Unreachable // no replica in the pool
+		return -1, 0, protocol.Unreachable // no replica in the pool
 	}
 	p = e.slots[slot]
 	if p < 0 || e.partitioned[slot] || e.procs[p].state != procUp {
 		// The LB has not noticed yet: the connection is refused or times out.
-		return -1, 0, &protocol.Unreachable
+		return -1, 0, protocol.Unreachable
 	}
 	adm := &e.procs[p].adm
 	if ans := adm.Admit(&e.d.Replica, e.now, c.req, e.rng.Float64); !ans.OK() {
-		return -1, 0, &ans
+		return -1, 0, ans
 	}
 	w, ans := adm.Enqueue(&e.d.Replica, e.now, e.rng.Float64)
 	if !ans.OK() {
-		return -1, 0, &ans
+		return -1, 0, ans
 	}
-	return p, int64(w), nil
+	return p, int64(w), protocol.Answer{}
 }
 
 // response is a replica's answer as the client's brain reads it.
@@ -137,7 +138,8 @@ func (e *engine) sessionAt(c *client, p int32) bool {
 // the engine's state gives, and the engine carries out what it allows. The
 // second result delays the answer (a store call that times out).
 func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
-	ans := e.caps.Serve(protocol.Request{Kind: c.req}, &facts{e: e, c: c, id: id, p: p})
+	e.fx = facts{e: e, c: c, id: id, p: p} // held by the engine: a request allocates nothing
+	ans := e.caps.Serve(protocol.Request{Kind: c.req}, &e.fx)
 	if e.mutate != nil {
 		ans = e.mutate(c.req, ans)
 	}
@@ -157,7 +159,7 @@ func (e *engine) serveOn(id int32, c *client, p int32) (clients.Input, int64) {
 			slot := e.procs[p].slot
 			c.sess = topology.MintSession(e.rng, int(slot), len(e.slots), protocol.HashIDs(e.d.LB))
 			c.sessProc, c.sessOK, c.sessEpoch = p, true, e.storeEpoch
-			e.lb.Bind(c.sess, int(slot))
+			topology.BindSession(e.lb, c.sess, &c.pin, int(slot))
 		}
 	case clients.ReqCall:
 		e.startAttempt(id, c, p)

@@ -21,6 +21,12 @@ type View interface {
 type Request struct {
 	HasSession bool
 	Session    uint64 // the session key: the id itself in the simulator, a hash of it live
+	// Pin, when not nil, is where the caller keeps the session's pin, as
+	// slot + 1 (0: none), one per session key: a policy that pins (sticky)
+	// reads and writes it there instead of in a table of its own by
+	// Session, which saves the simulator a map lookup per request. Bind
+	// the session with BindSession and the same pin.
+	Pin *int32
 }
 
 // Policy picks a replica for each request. Policies are not safe for
@@ -31,6 +37,23 @@ type Policy interface {
 	Pick(req Request, v View) int
 	// Bind tells the policy that session was minted by slot.
 	Bind(session uint64, slot int)
+}
+
+// Pinner is a policy that pins sessions to slots and can keep a pin where
+// its caller says (Request.Pin).
+type Pinner interface {
+	// BindPin is Bind for a session whose pin the caller keeps at pin.
+	BindPin(pin *int32, slot int)
+}
+
+// BindSession tells p that session was minted by slot: in the caller's pin
+// when it keeps one and p pins (Pinner), in p's own table otherwise.
+func BindSession(p Policy, session uint64, pin *int32, slot int) {
+	if pp, ok := p.(Pinner); ok && pin != nil {
+		pp.BindPin(pin, slot)
+		return
+	}
+	p.Bind(session, slot)
 }
 
 // Options configures a policy. A nil *Options means the defaults.
@@ -190,22 +213,39 @@ type sticky struct {
 	pins map[uint64]int
 }
 
-var _ Policy = (*sticky)(nil)
+var (
+	_ Policy = (*sticky)(nil)
+	_ Pinner = (*sticky)(nil)
+)
 
 func (p *sticky) Name() string               { return "sticky" }
 func (p *sticky) Bind(session uint64, s int) { p.pins[session] = s }
+func (p *sticky) BindPin(pin *int32, s int)  { *pin = int32(s) + 1 }
 func (p *sticky) Pick(req Request, v View) int {
 	if !req.HasSession {
 		return p.rr.pick(v)
 	}
-	if s, ok := p.pins[req.Session]; ok && s < v.Replicas() && v.InPool(s) {
+	if s, ok := p.pinned(req); ok && s < v.Replicas() && v.InPool(s) {
 		return s
 	}
 	s := p.rr.pick(v)
 	if s >= 0 {
-		p.pins[req.Session] = s
+		if req.Pin != nil {
+			p.BindPin(req.Pin, s)
+		} else {
+			p.pins[req.Session] = s
+		}
 	}
 	return s
+}
+
+// pinned is the slot req's session is pinned to, if it is.
+func (p *sticky) pinned(req Request) (int, bool) {
+	if req.Pin != nil {
+		return int(*req.Pin) - 1, *req.Pin > 0
+	}
+	s, ok := p.pins[req.Session]
+	return s, ok
 }
 
 // hash routes a session to HashSlot(key, n); if that slot is out of the pool

@@ -109,3 +109,40 @@ func TestSessionKey(t *testing.T) {
 		}
 	}
 }
+
+// TestStickyCallerPins holds sticky with pins its caller keeps
+// (Request.Pin, BindSession) to sticky with its own table, over random
+// binds, picks and pool changes: every pick must be the same.
+func TestStickyCallerPins(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	own, _ := NewPolicy("sticky", nil)
+	kept, _ := NewPolicy("sticky", nil)
+	const sessions = 50
+	keys := make([]uint64, sessions)
+	pins := make([]int32, sessions)
+	for i := range keys {
+		keys[i] = rng.Uint64()
+	}
+	v := view{up: []bool{true, true, true, true}, conns: make([]int, 4)}
+	for op := 0; op < 20_000; op++ {
+		i := rng.IntN(sessions)
+		switch r := rng.IntN(10); {
+		case r == 0: // a replica leaves or rejoins the pool
+			s := rng.IntN(len(v.up))
+			v.up[s] = !v.up[s]
+		case r == 1: // the session is minted again, by a replica in the pool or not
+			keys[i] = rng.Uint64()
+			s := rng.IntN(len(v.up))
+			BindSession(own, keys[i], nil, s)
+			BindSession(kept, keys[i], &pins[i], s)
+		default:
+			has := r != 2
+			a := own.Pick(Request{HasSession: has, Session: keys[i]}, v)
+			b := kept.Pick(Request{HasSession: has, Session: keys[i], Pin: &pins[i]}, v)
+			if a != b {
+				t.Fatalf("op %d: sticky with its own pins picked %d, with the caller's %d", op, a, b)
+			}
+		}
+	}
+}
