@@ -271,8 +271,9 @@ func compareFraction(f fraction, sd, ld *report.Design, tol map[string]float64) 
 // length in its place. Against a recovery the other engine measured, the
 // row disagrees only when even that bound is beyond the tolerance; when it
 // is not, the row is inconclusive, since the run cannot say by how much
-// the censored recovery exceeds its window. Both censored agree, as both
-// never recovering within the window.
+// the censored recovery exceeds its window. Censored in both engines is an
+// agreement, as "never" in both was. n is the live runs' faults, over the
+// seeds.
 func compareRecovery(name string, sims, lives []run, tol map[string]float64) Row {
 	row := Row{Design: name, Metric: "recovery_s", Tolerance: tol["recovery_s"]}
 	for _, l := range lives {
