@@ -65,7 +65,7 @@ const SmoothS = 5
 // table of each design's RecoveryAfterFaults in summary.md and report.html.
 const (
 	RecoveryTitle      = "Storm over: seconds from each fault until the rates settle"
-	RecoveryDefinition = "The seconds from each fault until the reconnect rate and the 404 rate are back, for good, within 10% of their level in the 30 s before it (recovery_after_fault_s; never: not within the run). It times the storm as a whole, not a client: one client's wait for its next event after a drop is the recovery latency column, so a design whose clients quietly re-issue their calls can settle at once (0 s) while each of them waits long."
+	RecoveryDefinition = "The seconds from each fault until the reconnect rate and the 404 rate are back, for good, within 10% of their level in the 30 s before it, counted from the last client's arrival on (recovery_after_fault_s; never: not before the next fault or the end of the run). It times the storm as a whole, not a client: one client's wait for its next event after a drop is the recovery latency column, so a design whose clients quietly re-issue their calls can settle at once (0 s) while each of them waits long."
 )
 
 // RecoveryAfterFaults computes, for each fault, the seconds from the fault
