@@ -179,7 +179,7 @@ func Compare(sim, live *report.Report, tol map[string]float64) *Agreement {
 		for _, f := range fractions {
 			a.add(compareFraction(f, sd, &ld, tol))
 		}
-		a.add(compareRecovery(sd, &ld, tol))
+		a.add(compareRecovery(ld.Name, []run{{sd, sim.Faults}}, []run{{&ld, live.Faults}}, tol))
 		for _, q := range []struct {
 			name string
 			p    float64
@@ -260,41 +260,105 @@ func compareFraction(f fraction, sd, ld *report.Design, tol map[string]float64) 
 
 // compareRecovery compares the time the design took to recover after its
 // slowest fault (recovery_after_fault_s), live − sim, against
-// max(recovery_s, recovery_s_rel·sim). It has no standard error: one run
-// has one recovery per fault.
-func compareRecovery(sd, ld *report.Design, tol map[string]float64) Row {
-	row := Row{Design: ld.Name, Metric: "recovery_s", N: int64(len(ld.RecoveryAfterFaultS))}
-	sv, sok := slowest(sd.RecoveryAfterFaultS)
-	lv, lok := slowest(ld.RecoveryAfterFaultS)
-	row.Sim, row.Live, row.Tolerance = sv, lv, tol["recovery_s"]
+// max(recovery_s, recovery_s_rel·sim), over each engine's runs (one, or
+// one per seed): each fault's mean over the runs, then the slowest fault.
+// It has no standard error: one run has one recovery per fault.
+//
+// A fault whose rates were still out of their band when its window closed
+// (the next fault, or the end of the run: report.RecoveryWindowS) has a
+// recovery censored there: at least the window's length, not "never". An
+// engine with such a fault has a lower bound, the mean with the window's
+// length in its place. Against a recovery the other engine measured, the
+// row disagrees only when even that bound is beyond the tolerance; when it
+// is not, the row is inconclusive, since the run cannot say by how much
+// the censored recovery exceeds its window. Censored in both engines is an
+// agreement, as "never" in both was. n is the live runs' faults, over the
+// seeds.
+func compareRecovery(name string, sims, lives []run, tol map[string]float64) Row {
+	row := Row{Design: name, Metric: "recovery_s", Tolerance: tol["recovery_s"]}
+	for _, l := range lives {
+		row.N += int64(len(l.d.RecoveryAfterFaultS))
+	}
+	sv, lv := recoveryOf(sims), recoveryOf(lives)
+	if sv.exact() {
+		row.Sim = ptr(sv.lo)
+	}
+	if lv.exact() {
+		row.Live = ptr(lv.lo)
+	}
 	switch {
-	case len(sd.RecoveryAfterFaultS) == 0 && len(ld.RecoveryAfterFaultS) == 0:
+	case !sv.any && !lv.any:
 		row.Verdict, row.Note = NotCompared, "no fault"
-	case !sok && !lok:
+	case !sv.any || !lv.any:
+		row.Verdict, row.Note = Disagree, "no fault in "+absent(!sv.any)
+	case sv.censored && lv.censored:
 		row.Verdict, row.Note = Agree, "never recovered in either engine"
-	case !sok || !lok:
-		row.Verdict, row.Note = Disagree, "never recovered in "+missing(sv, lv)
+	case sv.censored || lv.censored:
+		c, v, which := sv, lv, "simulator"
+		if lv.censored {
+			c, v, which = lv, sv, "live run"
+		}
+		row.Tolerance = math.Max(tol["recovery_s"], tol["recovery_s_rel"]*sv.lo)
+		gap := c.lo - v.lo
+		note := fmt.Sprintf("not recovered in the %s within its window: at least %s s against %s s", which, num(&c.lo), num(&v.lo))
+		row.Verdict, row.Note = Inconclusive, note+", a gap the tolerance cannot judge"
+		if gap > row.Tolerance {
+			row.Diff = ptr(gap)
+			row.Verdict, row.Note = Disagree, note+", beyond the tolerance"
+		}
 	default:
-		row.Tolerance = math.Max(tol["recovery_s"], tol["recovery_s_rel"]*math.Abs(*sv))
-		row.Diff, row.StdErr = ptr(*lv-*sv), ptr(0)
-		row.Verdict = Classify(math.Abs(*lv-*sv), 0, row.Tolerance)
+		row.Tolerance = math.Max(tol["recovery_s"], tol["recovery_s_rel"]*math.Abs(sv.lo))
+		row.Diff, row.StdErr = ptr(lv.lo-sv.lo), ptr(0)
+		row.Verdict = Classify(math.Abs(lv.lo-sv.lo), 0, row.Tolerance)
 	}
 	return row
 }
 
-// slowest is the longest recovery of a run's faults; false when one of
-// them never recovered (or there was none).
-func slowest(rs []report.FaultRecovery) (*float64, bool) {
-	var out *float64
-	for _, r := range rs {
-		if r.Seconds == nil {
-			return nil, false
-		}
-		if out == nil || *r.Seconds > *out {
-			out = ptr(*r.Seconds)
+// recovery is one engine's recovery after a design's slowest fault, the
+// mean over its runs: lo seconds, or at least lo when censored (a fault of
+// a run had not recovered within its window, and counts as the window's
+// length). any is false when no run had a fault.
+type recovery struct {
+	lo            float64
+	censored, any bool
+}
+
+func (r recovery) exact() bool { return r.any && !r.censored }
+
+// recoveryOf is the runs' recovery: each fault's mean over the runs that
+// hold it, a censored one at its window's length (report.RecoveryWindowS),
+// then the slowest of the faults.
+func recoveryOf(runs []run) recovery {
+	var sums []float64
+	var ns []int
+	var out recovery
+	for _, r := range runs {
+		win := report.RecoveryWindowS(&r.d.Series, r.faults)
+		for i, fr := range r.d.RecoveryAfterFaultS {
+			if i == len(sums) {
+				sums, ns = append(sums, 0), append(ns, 0)
+			}
+			v := 0.0
+			switch {
+			case fr.Seconds != nil:
+				v = *fr.Seconds
+			case i < len(win):
+				v, out.censored = win[i], true
+			default:
+				out.censored = true
+			}
+			sums[i] += v
+			ns[i]++
 		}
 	}
-	return out, out != nil
+	for i := range sums {
+		m := sums[i] / float64(ns[i])
+		if !out.any || m > out.lo {
+			out.lo = m
+		}
+		out.any = true
+	}
+	return out
 }
 
 // quantileSE is the standard error of ln(quantile p) of l, from its
@@ -356,6 +420,10 @@ func CompareRepeats(sims, lives []*report.Report, tol map[string]float64) *Agree
 	for i, r := range a.Rows {
 		if r.Metric == requestMetrics[0] { // the request rows, over every seed
 			copy(a.Rows[i:], requestRows(r.Design, runsOf(sims, r.Design), runsOf(lives, r.Design), tol))
+			continue
+		}
+		if r.Metric == "recovery_s" { // each fault's mean over the seeds
+			a.Rows[i] = compareRecovery(r.Design, runsOf(sims, r.Design), runsOf(lives, r.Design), tol)
 			continue
 		}
 		if r.Metric != "store_peak_mib" {
@@ -432,36 +500,10 @@ func pool(reps []*report.Report) *report.Report {
 			}
 		}
 		d.ReplayLatencyMS.P50, d.ReplayLatencyMS.P90 = mean(p50), mean(p90)
-		d.RecoveryAfterFaultS = meanRecovery(reps, d0.Name)
 		d.Totals.StorePeakBytes /= have // the mean peak
 		out.Designs = append(out.Designs, d)
 	}
 	return &out
-}
-
-// meanRecovery is each fault's mean recovery over the runs that hold the
-// design; nil seconds where any of them never recovered.
-func meanRecovery(reps []*report.Report, name string) []report.FaultRecovery {
-	var out []report.FaultRecovery
-	var sums []float64
-	for _, r := range reps {
-		x := r.Design(name)
-		if x == nil {
-			continue
-		}
-		for i, fr := range x.RecoveryAfterFaultS {
-			if i == len(out) {
-				out, sums = append(out, report.FaultRecovery{Fault: fr.Fault, Seconds: ptr(0)}), append(sums, 0)
-			}
-			if fr.Seconds == nil || out[i].Seconds == nil {
-				out[i].Seconds = nil
-				continue
-			}
-			sums[i]++
-			*out[i].Seconds += (*fr.Seconds - *out[i].Seconds) / sums[i]
-		}
-	}
-	return out
 }
 
 // storePeak compares the most the event store held (store_peak_bytes, in

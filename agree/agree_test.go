@@ -274,7 +274,9 @@ func TestAdmissionRows(t *testing.T) {
 	mk := func(engine string, n503, reqs int64, rec ...*float64) *report.Report {
 		r := rep(engine, 0, 1000, 0, 1000, 0, 0, 0, 100, nil)
 		r.Designs[0].Totals.HTTP503, r.Designs[0].Totals.Requests = n503, reqs
-		for i, s := range rec {
+		r.Designs[0].Series = report.Series{StepS: 1, Reconnects: make([]int64, 40*(len(rec)+1)), HTTP404: make([]int64, 40*(len(rec)+1))}
+		for i, s := range rec { // a fault every 40 s: each recovers within 40 s or is censored there
+			r.Faults = append(r.Faults, report.Fault{Kind: "restart", AtS: float64(40 * (i + 1))})
 			r.Designs[0].RecoveryAfterFaultS = append(r.Designs[0].RecoveryAfterFaultS, report.FaultRecovery{Fault: i, Seconds: s})
 		}
 		return r
@@ -296,7 +298,8 @@ func TestAdmissionRows(t *testing.T) {
 		// the slowest fault counts
 		{"slowest fault", mk("sim", 0, 1, f(2), f(40)), mk("live", 0, 1, f(3), f(10)), "recovery_s", Disagree, ""},
 		// one engine never recovered
-		{"never", mk("sim", 0, 1, f(12)), mk("live", 0, 1, nil), "recovery_s", Disagree, "never recovered in the live run"},
+		{"never", mk("sim", 0, 1, f(12)), mk("live", 0, 1, nil), "recovery_s", Disagree, "not recovered in the live run within its window: at least 40.000 s against 12.000 s, beyond the tolerance"},
+		{"never in either", mk("sim", 0, 1, nil), mk("live", 0, 1, nil), "recovery_s", Agree, "never recovered in either engine"},
 		{"no fault", mk("sim", 0, 1), mk("live", 0, 1), "recovery_s", NotCompared, "no fault"},
 	}
 	for _, c := range cases {
@@ -310,4 +313,64 @@ func TestAdmissionRows(t *testing.T) {
 	if r := rowOf(a, "recovery_s"); r.Sim == nil || *r.Sim != 15 || *r.Live != 18 {
 		t.Errorf("pooled recovery: %+v, want sim 15, live 18", r)
 	}
+}
+
+// A recovery censored by its window (the next fault came first) is at
+// least the window's length, not "never": against a recovery measured in
+// the other engine it disagrees only when even that bound is beyond the
+// tolerance, and is inconclusive otherwise. The windows are live-smoke's
+// under make agree: faults at 8, 16 and 24 s in a 40 s series, so fault 0
+// has 8 s to recover in.
+func TestRecoveryCensored(t *testing.T) {
+	mk := func(engine string, rec ...*float64) *report.Report {
+		r := rep(engine, 0, 1000, 0, 1000, 0, 0, 0, 100, nil)
+		r.Designs[0].Series = report.Series{StepS: 1, Reconnects: make([]int64, 40), HTTP404: make([]int64, 40)}
+		for i, at := range []float64{8, 16, 24} {
+			r.Faults = append(r.Faults, report.Fault{Kind: "restart", AtS: at})
+			fr := report.FaultRecovery{Fault: i, Seconds: f(0)}
+			if i < len(rec) {
+				fr.Seconds = rec[i]
+			}
+			r.Designs[0].RecoveryAfterFaultS = append(r.Designs[0].RecoveryAfterFaultS, fr)
+		}
+		return r
+	}
+	reps := func(rs ...*report.Report) []*report.Report { return rs }
+	cases := []struct {
+		name      string
+		sim, live []*report.Report
+		want      string
+		diff      *float64
+	}{
+		// memory-sticky as it read: 6 and 7 s simulated, no recovery within
+		// 8 s live at either seed; at least 8 against 6.5 is 1.5 s apart at
+		// least, within max(5, 0.5 × 6.5), and maybe far more
+		{"edge", reps(mk("sim", f(6)), mk("sim", f(7))), reps(mk("live", nil), mk("live", nil)), Inconclusive, nil},
+		// redis-events as it read: the simulator censored at one seed
+		{"edge, sim censored", reps(mk("sim", nil), mk("sim", f(7))), reps(mk("live", f(7)), mk("live", f(7))), Inconclusive, nil},
+		// a bound below the measured value tells nothing either
+		{"bound below", reps(mk("sim", f(6)), mk("sim", f(7))), reps(mk("live", nil), mk("live", f(3))), Inconclusive, nil},
+		// the simulator recovers at once, the live run not within 8 s at
+		// either seed: at least 8 s apart, beyond 5 s
+		{"far", reps(mk("sim", f(0)), mk("sim", f(0))), reps(mk("live", nil), mk("live", nil)), Disagree, f(8)},
+		// and the other way round: at least 8 against 1 s, beyond max(5, 0.5 × 8)
+		{"far, sim censored", reps(mk("sim", nil)), reps(mk("live", f(1))), Disagree, f(7)},
+		// a later fault's longer window: at least 16 s against 2 s
+		{"last window", reps(mk("sim", f(0), f(0), f(2))), reps(mk("live", f(0), f(0), nil)), Disagree, f(14)},
+		{"both censored", reps(mk("sim", nil)), reps(mk("live", nil)), Agree, nil},
+		{"both measured", reps(mk("sim", f(6))), reps(mk("live", f(7))), Agree, f(1)},
+	}
+	for _, c := range cases {
+		r := rowOf(CompareRepeats(c.sim, c.live, Defaults), "recovery_s")
+		if r.Verdict != c.want || (r.Diff == nil) != (c.diff == nil) || (r.Diff != nil && math.Abs(*r.Diff-*c.diff) > 1e-9) {
+			t.Errorf("%s: %+v (diff %v), want %s, diff %v", c.name, r, deref(r.Diff), c.want, deref(c.diff))
+		}
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -23,7 +23,7 @@ func reqRep(engine string, pre, after int64, wasted float64) *report.Report {
 	fs := []report.Fault{{Kind: "outage", AtS: 20, UntilS: 30}}
 	t := &report.RequestTotals{Requests: 50 * 60, Completed: 20*pre + 30*after, ServiceS: 100, WastedS: wasted}
 	d := report.Design{Name: "d", Series: s, Requests: t}
-	d.RecoveryAfterFaultS = report.RecoveryAfterFaults(&d.Series, fs)
+	d.RecoveryAfterFaultS = report.RecoveryAfterFaults(&d.Series, fs, 0)
 	return &report.Report{Scenario: "s", Engine: engine, Faults: fs, Designs: []report.Design{d}}
 }
 

@@ -65,7 +65,7 @@ const SmoothS = 5
 // table of each design's RecoveryAfterFaults in summary.md and report.html.
 const (
 	RecoveryTitle      = "Storm over: seconds from each fault until the rates settle"
-	RecoveryDefinition = "The seconds from each fault until the reconnect rate and the 404 rate are back, for good, within 10% of their level in the 30 s before it (recovery_after_fault_s; never: not within the run). It times the storm as a whole, not a client: one client's wait for its next event after a drop is the recovery latency column, so a design whose clients quietly re-issue their calls can settle at once (0 s) while each of them waits long."
+	RecoveryDefinition = "The seconds from each fault until the reconnect rate and the 404 rate are back, for good, within 10% of their level in the 30 s before it, counted from the last client's arrival on (recovery_after_fault_s; never: not before the next fault or the end of the run). It times the storm as a whole, not a client: one client's wait for its next event after a drop is the recovery latency column, so a design whose clients quietly re-issue their calls can settle at once (0 s) while each of them waits long."
 )
 
 // RecoveryAfterFaults computes, for each fault, the seconds from the fault
@@ -76,8 +76,16 @@ const (
 // the band also allows three standard deviations of Poisson noise around
 // the baseline, so that a noisy baseline does not read as a storm.
 // A fault that causes no excursion recovers in 0 s; one whose rates are
-// still out of the band when the run (or the next fault) comes gets nil.
-func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
+// still out of the band when the run (or the next fault) comes gets nil:
+// its recovery is censored at RecoveryWindowS.
+//
+// steadyS is when the load reached its level (the stream workload's last
+// arrival: workload.SteadyFromS). The baseline starts no earlier than the
+// first whole step from it, so that a fault soon after the clients' ramp is
+// not read against rates that were still climbing. A fault before that
+// step has no steady level before it, and its baseline is the BaselineWindowS
+// before it, ramp and all.
+func RecoveryAfterFaults(s *Series, all []Fault, steadyS float64) []FaultRecovery {
 	ids := RecoveryFaults(all)
 	faults := make([]Fault, len(ids))
 	for k, i := range ids {
@@ -91,18 +99,15 @@ func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
 	}
 	for i, f := range faults {
 		out[i].Fault = ids[i]
-		at := int(f.AtS / step)
+		at, end := recoveryWindow(faults, i, n, step)
 		if at >= n {
 			continue
 		}
-		end := n
-		for j := range faults { // the next fault's storm is not this one's
-			if nx := int(faults[j].AtS / step); j != i && nx > at && nx < end {
-				end = nx
-			}
-		}
 		w := max(int(BaselineWindowS/step), 1)
 		lo := max(0, at-w)
+		if from := int(math.Ceil(steadyS/step - 1e-9)); from < at {
+			lo = max(lo, from)
+		}
 		base := func(xs []int64) float64 {
 			if at == lo {
 				return 0
@@ -146,6 +151,44 @@ func RecoveryAfterFaults(s *Series, all []Fault) []FaultRecovery {
 	}
 	for i, f := range faults {
 		out[i].Goodput = goodputRecovery(s, f)
+	}
+	return out
+}
+
+// recoveryWindow is the steps [at, end) in which fault i of faults (the
+// RecoveryFaults) may recover, in a series of n steps of step seconds: from
+// its own step to the next fault's, or to the end of the series; the next
+// fault's storm is not this one's.
+func recoveryWindow(faults []Fault, i, n int, step float64) (at, end int) {
+	at, end = int(faults[i].AtS/step), n
+	for j := range faults {
+		if nx := int(faults[j].AtS / step); j != i && nx > at && nx < end {
+			end = nx
+		}
+	}
+	return at, end
+}
+
+// RecoveryWindowS is, for each of RecoveryAfterFaults' entries, the
+// seconds from its fault to the end of the window its recovery is read in
+// (the next fault, or the end of the series); 0 for a fault after the
+// series. A nil recovery means "not within this many seconds": a recovery
+// censored there, at least this long, not an endless one.
+func RecoveryWindowS(s *Series, all []Fault) []float64 {
+	ids := RecoveryFaults(all)
+	faults := make([]Fault, len(ids))
+	for k, i := range ids {
+		faults[k] = all[i]
+	}
+	step := s.StepS
+	if step <= 0 {
+		step = 1
+	}
+	out := make([]float64, len(faults))
+	for i, f := range faults {
+		if at, end := recoveryWindow(faults, i, len(s.Reconnects), step); at < end {
+			out[i] = round3(float64(end)*step - f.AtS)
+		}
 	}
 	return out
 }

@@ -119,6 +119,8 @@ func RequestRow(d *Design, series report.Series, t *report.RequestTotals, fs []r
 		ReplayLatencyMS: report.Summarise(nil), RecoveryLatencyMS: report.Summarise(nil),
 	}
 	rd.Notes = append(rd.Notes, "workload.kind = \"requests\": single requests with no session; the session totals and latencies do not apply (0), the requests block and the goodput series hold the run")
-	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
+	// The request workload's arrivals are a steady stream from the start:
+	// no ramp to leave out of a baseline (workload.SteadyFromS).
+	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs, 0)
 	return rd
 }

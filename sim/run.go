@@ -65,6 +65,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 	if !sc.Requests() { // the request workload draws its own arrivals (requests.go)
 		arrivals = workload.Arrivals(sc)
 	}
+	steadyS := workload.SteadyFromS(sc)
 	steps := faults.Timeline(sc.Faults, sc.FaultContext())
 
 	// Each design's row is made as soon as it finishes, and its engine (the
@@ -110,7 +111,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 				e.or = newOracle(e)
 			}
 			e.timedRun(opts.cpuClock)
-			done[i] = designDone{row: row(d, e, r.Faults), audit: e.audit, stats: e.stats, or: e.or}
+			done[i] = designDone{row: row(d, e, r.Faults, steadyS), audit: e.audit, stats: e.stats, or: e.or}
 		}()
 	}
 	wg.Wait()
@@ -143,8 +144,9 @@ type designDone struct {
 	or    *oracle
 }
 
-// row is design d's row of the report, from its finished engine.
-func row(d *scenario.Design, e *engine, fs []report.Fault) report.Design {
+// row is design d's row of the report, from its finished engine; steadyS
+// is when the load reached its level (workload.SteadyFromS).
+func row(d *scenario.Design, e *engine, fs []report.Fault, steadyS float64) report.Design {
 	rd := report.Design{
 		Name: d.Name, Mode: d.Mode, Sessions: d.Sessions, Events: d.Events, LB: d.LB,
 		Profile: d.Client.Profile, Era: d.Era, Totals: e.t, Series: e.series,
@@ -158,7 +160,7 @@ func row(d *scenario.Design, e *engine, fs []report.Fault) report.Design {
 	rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
 	rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
 	rd.Notes = append(rd.Notes, rd.UnknownNote())
-	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs)
+	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs, steadyS)
 	return rd
 }
 

@@ -51,6 +51,23 @@ func Arrivals(sc *scenario.Scenario) []int64 {
 	return out
 }
 
+// SteadyFromS is when the stream workload's load has reached its level,
+// in seconds from the start of the run: the last client's arrival
+// (Arrivals), 0 when none arrives or when sc runs the request workload,
+// whose arrivals are a steady stream from the start. Both engines read a
+// fault's recovery against rates from here on (report.RecoveryAfterFaults),
+// not against the clients' ramp before it.
+func SteadyFromS(sc *scenario.Scenario) float64 {
+	if sc.Requests() {
+		return 0
+	}
+	a := Arrivals(sc)
+	if len(a) == 0 {
+		return 0
+	}
+	return float64(a[len(a)-1]) / 1e9
+}
+
 // Seed seeds client id's two streams in place: work (call lengths and think
 // times) and drops (random drop instants).
 func Seed(work, drops *rand.PCG, seed uint64, id int) {

@@ -357,7 +357,7 @@ func (r *liveRun) collect(ctx context.Context) (*history.History, *evidence, err
 	for _, l := range redisLines {
 		r.fp.logf("%.1fs: replica %d: go-redis: %s", l.at.Seconds(), l.slot, l.msg)
 	}
-	ev := &evidence{d: d, t0: dr.t0, endpoint: r.endpoint, tool: dr.tool, faults: scenario.Header(sc, "live").Faults,
+	ev := &evidence{d: d, t0: dr.t0, endpoint: r.endpoint, tool: dr.tool, faults: scenario.Header(sc, "live").Faults, steadyS: workload.SteadyFromS(sc),
 		counts: counts, noCounts: noCounts, exits: exits, neverReady: r.fp.neverReady, hookNotes: r.fp.hookNotes,
 		guardNotes: dr.guard.notes(), iso: dr.iso, sampler: r.sampler,
 		sharedRedis: r.opts.RedisAddr != "" && t != nil && t.RedisAddr() != "" && d.Events == topology.EventsRedis,

@@ -29,6 +29,7 @@ type evidence struct {
 	endpoint string         // the URL the clients aimed at
 	tool     string         // an own server's tool
 	faults   []report.Fault // the scenario's schedule, for the recovery after each fault
+	steadyS  float64        // when the load reached its level (workload.SteadyFromS), the recovery's earliest baseline
 
 	counts      *check.ServerCounts // nil: not reconcilable, for noCounts
 	noCounts    string
@@ -106,7 +107,7 @@ func judge(ctx context.Context, h *history.History, ev *evidence) (report.Design
 		row.Notes = append(row.Notes, n)
 	}
 	ev.merged(&row)
-	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, ev.faults)
+	row.RecoveryAfterFaultS = report.RecoveryAfterFaults(&row.Series, ev.faults, ev.steadyS)
 	return row, res, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/workload"
 )
 
 // Part is one shard of a sharded run, as stormsim merge read it.
@@ -101,7 +102,7 @@ func Merge(ctx context.Context, sc *scenario.Scenario, parts []Part, opts *Merge
 		}
 		h.Join(ph)
 	}
-	in := &evidence{d: d, t0: t0, endpoint: m0.Target, tool: m0.Tool, faults: scenario.Header(sc, "live").Faults,
+	in := &evidence{d: d, t0: t0, endpoint: m0.Target, tool: m0.Tool, faults: scenario.Header(sc, "live").Faults, steadyS: workload.SteadyFromS(sc),
 		noCounts: "the shards ran against a server stormsim keeps no counters of"}
 	negative := make([]int, len(parts))
 	notes, err := upLogs(sc, d, h, owner, negative, in, opts)
