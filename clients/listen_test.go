@@ -67,7 +67,7 @@ func TestListenerHonoursHint(t *testing.T) {
 		honour bool
 		want   func(d time.Duration) bool
 	}{
-		{true, func(d time.Duration) bool { return d >= time.Hour }},  // the hint wins
+		{true, func(d time.Duration) bool { return d >= time.Hour }}, // the hint wins
 		{false, func(d time.Duration) bool { return d < time.Hour }}, // the backoff alone
 	} {
 		cfg := listenCfg(t, "compliant")

@@ -37,7 +37,6 @@ func TestServeListen(t *testing.T) {
 	}
 }
 
-
 // TestListenParams: the notifications object is required (go-sdk's
 // server refuses a listen without it with -32602).
 func TestListenParams(t *testing.T) {
