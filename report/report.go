@@ -185,7 +185,7 @@ type Design struct {
 	// Cancelled is what closing response streams cancelled on the
 	// servers, in an era where that cancels the call (2026-07-28); nil
 	// in the eras before, where an abandoned call runs on.
-	Cancelled           *Cancelled      `json:"cancelled,omitempty"`
+	Cancelled *Cancelled `json:"cancelled,omitempty"`
 	// Listen is the notification workload's listen streams: nil when the
 	// workload is off, and for a design whose era has no listen stream.
 	Listen              *Listen         `json:"listen,omitempty"`
