@@ -44,6 +44,10 @@ type Client struct {
 	brain  clients.Listener
 	http   *http.Client
 
+	// OnReopen, when set before Run, is called as each re-open request
+	// goes out (the live runner's per-step count for the re-listen peak).
+	OnReopen func()
+
 	mu     sync.Mutex
 	counts Counts
 	seqs   map[int64]struct{}
@@ -94,6 +98,9 @@ func (c *Client) Run(ctx context.Context, iv int64) {
 				n.Reopens++
 			}
 		})
+		if a.Reopen && c.OnReopen != nil {
+			c.OnReopen()
+		}
 		status, body := c.open(ctx, reqID)
 		if next := c.brain.Answered(status, 0); status != 200 {
 			a = next
