@@ -62,10 +62,10 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 0 || scName == "" || design == "" {
 		return usagef("serve: want --scenario and --design, and no arguments")
 	}
-	_, d, err := designOf(file, scName, design, set)
+	sc, d, err := designOf(file, scName, design, set)
 	if err != nil {
 		return err
 	}
-	o.AllowHosts = allowHosts
+	o.AllowHosts, o.NotifyRate = allowHosts, sc.Workload.NotificationRate
 	return replica.Serve(ctx, d, &o)
 }

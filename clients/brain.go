@@ -17,9 +17,10 @@ const (
 	ReqStandalone      // GET without Last-Event-ID: the standalone stream
 	ReqDelete          // DELETE: end the session
 	ReqDiscover        // POST server/discover: how a 2026-07-28 client opens (Config.Discover)
+	ReqListen          // POST subscriptions/listen: a 2026-07-28 client's long-lived notification stream (Listener)
 )
 
-var reqNames = [...]string{"none", "initialize", "initialized", "call", "resume", "standalone", "delete", "discover"}
+var reqNames = [...]string{"none", "initialize", "initialized", "call", "resume", "standalone", "delete", "discover", "listen"}
 
 func (r Req) String() string { return reqNames[r] }
 

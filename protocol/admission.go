@@ -36,7 +36,7 @@ func RetryAfter(d time.Duration) time.Duration {
 // NewConn reports whether a request opens a new connection or session:
 // the requests admission control and the connection-rate limit count.
 func NewConn(r clients.Req) bool {
-	return r == clients.ReqInitialize || r == clients.ReqDiscover || r == clients.ReqCall || r == clients.ReqResume || r == clients.ReqStandalone
+	return r == clients.ReqInitialize || r == clients.ReqDiscover || r == clients.ReqCall || r == clients.ReqResume || r == clients.ReqStandalone || r == clients.ReqListen
 }
 
 // Admission is one replica's admission state: the connection-rate bucket,

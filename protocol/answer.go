@@ -126,6 +126,8 @@ func (c Caps) Serve(r Request, f Facts) Answer {
 			return draining
 		}
 		return Answer{Status: 200}
+	case clients.ReqListen:
+		return c.serveListen(r)
 	case clients.ReqStandalone, clients.ReqDelete:
 		if !c.Sessions {
 			return NoMethod

@@ -17,6 +17,9 @@ type era struct {
 	// cancelOnClose: closing a response stream cancels its call on the
 	// server (2026-07-28); before, an abandoned call keeps running.
 	cancelOnClose bool
+	// listen: a client receives server notifications on a long-lived
+	// subscriptions/listen POST stream, replayed never (2026-07-28).
+	listen bool
 }
 
 // eras are the protocol versions stormsim models (topology.Eras lists
@@ -24,7 +27,7 @@ type era struct {
 var eras = map[string]era{
 	"2025-06-18": {sessions: true, resume: true},
 	"2025-11-25": {sessions: true, resume: true, priming: true, pollClose: true},
-	"2026-07-28": {discover: true, cancelOnClose: true}, // stateless: no sessions, no resumption
+	"2026-07-28": {discover: true, cancelOnClose: true, listen: true}, // stateless: no sessions, no resumption
 }
 
 // Caps is what one design's replica can do: its era and axes resolved
@@ -57,6 +60,10 @@ type Caps struct {
 	// cancels the call on the server: its work and its events stop. In the
 	// eras before, a disconnect cancels nothing.
 	CancelOnClose bool
+	// Listen: the server serves subscriptions/listen (listen.go), the one
+	// channel of server notifications, with no replay after a drop. In the
+	// eras before, the standalone GET stream is that channel.
+	Listen bool
 }
 
 // CapsOf resolves an era ("" is DefaultEra) and a design's sessions and
@@ -70,7 +77,7 @@ func CapsOf(eraName, sessions, events string) Caps {
 	if !ok {
 		er = eras[DefaultEra]
 	}
-	c := Caps{Era: eraName, NoResume: !er.resume, Events: events, Discover: er.discover, CancelOnClose: er.cancelOnClose}
+	c := Caps{Era: eraName, NoResume: !er.resume, Events: events, Discover: er.discover, CancelOnClose: er.cancelOnClose, Listen: er.listen}
 	c.Sessions = er.sessions && sessions != "" && sessions != topology.SessionsNone
 	c.Shared = c.Sessions && sessions == topology.SessionsShared
 	if !er.resume || events == "" {

@@ -185,7 +185,10 @@ type Design struct {
 	// Cancelled is what closing response streams cancelled on the
 	// servers, in an era where that cancels the call (2026-07-28); nil
 	// in the eras before, where an abandoned call runs on.
-	Cancelled           *Cancelled      `json:"cancelled,omitempty"`
+	Cancelled *Cancelled `json:"cancelled,omitempty"`
+	// Listen is the notification workload's listen streams: nil when the
+	// workload is off, and for a design whose era has no listen stream.
+	Listen              *Listen         `json:"listen,omitempty"`
 	ReplayLatencyMS     Latency         `json:"replay_latency_ms"`
 	RecoveryLatencyMS   Latency         `json:"recovery_latency_ms"`
 	RecoveryAfterFaultS []FaultRecovery `json:"recovery_after_fault_s"`
@@ -342,6 +345,34 @@ type Cancelled struct {
 	// EventsSaved are the events those attempts never produced: without
 	// cancellation they would have been produced for nobody.
 	EventsSaved int64 `json:"events_saved"`
+}
+
+// Listen is the notification workload's listen streams
+// (workload.notification_rate, at 2026-07-28: subscriptions/listen): how
+// often they dropped and were re-opened, and the notifications the server
+// sent to listening clients, those the clients received, and those lost
+// because they were sent while a client's stream was down (the stream has
+// no replay). The calls re-issued are Totals.CallsReissued, the calls
+// cancelled and the events that saved the Cancelled block.
+type Listen struct {
+	// Opens are the listen requests sent; Reopens those sent after a drop
+	// or a refusal; Reopened the streams a re-open request opened.
+	Opens    int64 `json:"opens"`
+	Reopens  int64 `json:"reopens"`
+	Reopened int64 `json:"reopened"`
+	// Drops are the open streams that ended without the client closing
+	// them: a restart, a drain, a cut, a partition, a client drop.
+	Drops int64 `json:"drops"`
+	// ReopenPeakPerS is the re-listen peak: re-open requests per second in
+	// the series step that had the most.
+	ReopenPeakPerS float64 `json:"reopen_peak_per_s"`
+	// Sent counts every notification due to a listening client, from its
+	// first listen to the end of its listening, whether or not a stream
+	// was open to carry it; Received those that reached it; Lost is
+	// Sent − Received.
+	Sent     int64 `json:"notifications_sent"`
+	Received int64 `json:"notifications_received"`
+	Lost     int64 `json:"notifications_lost"`
 }
 
 // Totals are the counts of docs/domain.md §6.

@@ -216,6 +216,7 @@ func (r *Report) Markdown() []byte {
 		}
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
+	r.listenMarkdown(&b)
 	if ids := RecoveryFaults(r.Faults); len(ids) > 0 {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| design |", RecoveryTitle, RecoveryDefinition)
 		for _, i := range ids {

@@ -1016,6 +1016,11 @@ func (ld *loader) validateTop(s *Scenario, t top, layers []*layer) {
 	if w.EventRate <= 0 || w.EventRate > 1e6 {
 		bad("workload.event_rate", "%v is not in (0, 1e6] events per second", w.EventRate)
 	}
+	if !(w.NotificationRate >= 0 && w.NotificationRate <= 1000) {
+		bad("workload.notification_rate", "%v is not in [0, 1000] notifications per second per listening client", w.NotificationRate)
+	} else if w.NotificationRate > 0 && s.Requests() {
+		bad("workload.notification_rate", "%v: the request workload has no listening clients (set it only with kind = \"sessions\")", w.NotificationRate)
+	}
 	if w.EventBytes < 1 {
 		bad("workload.event_bytes", "%d must be at least 1", w.EventBytes)
 	}

@@ -236,6 +236,12 @@ type Workload struct {
 	// Kind is "sessions" (the default: clients with sessions and calls) or
 	// "requests": the open-loop request workload (requests.go).
 	Kind string `toml:"kind" json:"kind,omitempty"`
+	// NotificationRate is the notification workload: notifications per
+	// second the server sends to each listening client (resource updates
+	// and list changes). 0 (the default) turns it off. On, every client
+	// listens for notifications from its arrival to the end of duration:
+	// at 2026-07-28 on a subscriptions/listen stream (protocol/listen.go).
+	NotificationRate float64 `toml:"notification_rate" json:"notification_rate,omitempty"`
 	// Arrivals spaces the request workload's arrivals: "even" (the
 	// default) or "poisson".
 	Arrivals string `toml:"arrivals" json:"arrivals,omitempty"`

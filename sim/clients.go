@@ -17,6 +17,9 @@ func (e *engine) initClient(id int32) {
 	if e.sc.Workload.DropEvery > 0 {
 		c.nextDrop = e.now + workload.Exp(&c.drops, int64(e.sc.Workload.DropEvery))
 	}
+	if e.ls != nil {
+		e.listenArrive(id)
+	}
 }
 
 func (e *engine) startCall(id int32, c *client) {
@@ -54,6 +57,9 @@ func (e *engine) finishClient(id int32, c *client) {
 		return
 	}
 	c.finished = true
+	if e.ls != nil {
+		e.listenStop(id)
+	}
 	e.act(id, c, c.brain.Step(clients.Input{Kind: clients.InFinish}))
 }
 

@@ -139,6 +139,7 @@ type engine struct {
 	// cancelled counts the attempts a closed response stream cancelled
 	// (caps.CancelOnClose).
 	cancelled report.Cancelled
+	ls        *listenState // the listen streams (listen.go); nil when nobody listens
 	rng       *rand.Rand
 	lb        topology.Policy
 	q         queue
@@ -476,5 +477,7 @@ func (e *engine) dispatch(ev event) {
 		e.fault(e.steps[ev.id])
 	case evSample:
 		e.sample(int(ev.id))
+	case evListen:
+		e.listenEvent(ev)
 	}
 }

@@ -31,6 +31,7 @@ func (e *engine) fault(s faults.Step) {
 			e.partitioned[r] = true
 			if p := e.slots[r]; p >= 0 {
 				e.dropConns(p, 0) // the LB's connections to it break
+				e.listenDropProc(p)
 			}
 			e.slotFailed(r)
 		}
@@ -154,6 +155,7 @@ func (e *engine) clientDrop(s faults.Step) {
 	for _, id := range victims {
 		c := &e.clients[id]
 		c.awayUntil = e.now + int64(s.Away)
+		e.listenDropClient(id)
 		e.endStream(id, c, clients.Input{Kind: clients.InStreamEnd})
 	}
 }

@@ -21,6 +21,8 @@ func (e *engine) dropConns(p int32, hint time.Duration) {
 func (e *engine) drain(p int32) {
 	pr := &e.procs[p]
 	pr.state = procDraining
+	e.listenDropProc(p) // a listen stream never ends on its own: the drain ends it
+	pr = &e.procs[p]
 	if e.caps.CloseOnDrain(e.d.Replica.DrainClose) {
 		e.closeWithHints(p)
 	}
@@ -53,6 +55,7 @@ func (e *engine) exitProc(p int32, graceful bool) {
 		return
 	}
 	pr.state = procDead
+	e.listenDropProc(p)
 	for i, sp := range e.slots {
 		if sp == p {
 			e.slots[i] = -1

@@ -17,6 +17,7 @@ const (
 	evSample                    // a series boundary (id = step number)
 	evLBNotice                  // the LB's health check notices a slot is bad (id = slot)
 	evStoreDrop                 // a stream read from Redis fails in an outage (tok)
+	evListen                    // a listen stream's request moves on (listen.go; aux: the phase)
 )
 
 // Where a request is when its evResponse event fires (event.aux).

@@ -157,7 +157,13 @@ func row(d *scenario.Design, e *engine, fs []report.Fault, steadyS float64) repo
 		c := e.cancelled
 		rd.Cancelled = &c
 	}
+	if e.ls != nil {
+		rd.Listen = e.listenBlock()
+	}
 	rd.Server, rd.Notes = report.ServerNotes(d.Server, "sim")
+	if n := listenNote(e); n != "" {
+		rd.Notes = append(rd.Notes, n)
+	}
 	rd.Unknown = []string{"events_leaked"} // only the live engine's isolation probes can see a leak
 	rd.Notes = append(rd.Notes, rd.UnknownNote())
 	rd.RecoveryAfterFaultS = report.RecoveryAfterFaults(&rd.Series, fs, steadyS)
@@ -200,6 +206,8 @@ func newEngine(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	if progress != nil {
 		e.progress = func(ns int64) { progress(time.Duration(ns)) }
 	}
+	e.duration, e.horizon, e.step = int64(sc.Duration), int64(sc.Duration+sc.Drain), int64(sc.Step)
+	e.ls = newListen(e)
 	return e, nil
 }
 

@@ -31,10 +31,17 @@ type ServerCounts struct {
 	// restart): appends may have failed, so Redis may hold fewer entries
 	// than were produced.
 	StoreFaults bool
+	// Listeners holds, by name, what the replicas counted of each
+	// listener's subscriptions/listen streams: the most any had due (the
+	// notifications sent to it) and the notifications they wrote.
+	Listeners map[string]ListenerCount
 	// Horizon is the run's end, ns since its start: a kill at or after
 	// horizon − 3 intervals is the end of the run, not a death.
 	Horizon int64
 }
+
+// ListenerCount is one listener as the replicas counted it together.
+type ListenerCount struct{ Due, Written int64 }
 
 // AttemptCount is one attempt as the replica that ran it counted it.
 type AttemptCount struct {

@@ -117,17 +117,20 @@ func judge2026(t *testing.T, checks []check, n notClaimed) (passed, notClaimedFa
 	return passed, notClaimedFailed, warned
 }
 
-// The reference replica at 2026-07-28 (the era-2026 scenario makes any
-// design stateless) against the pre-release suite's server scenarios for
-// that revision: server/discover, no initialize (404 with -32601 for it
-// and the other removed methods), the per-request _meta and the header
-// checks (version, Mcp-Method, Mcp-Name), results that say resultType and
-// the caching hints, DNS rebinding. Every failed check is one the replica
+// The reference replica at 2026-07-28 (era-2026-listen's rev-stateless,
+// which sends notifications, so that it declares tools.listChanged and
+// the suite exercises its listen streams) against the pre-release suite's
+// server scenarios for that revision: server/discover, no initialize (404
+// with -32601 for it and the other removed methods), the per-request _meta
+// and the header checks (version, Mcp-Method, Mcp-Name), results that say
+// resultType and the caching hints, DNS rebinding, and subscriptions/listen
+// (the acknowledgement first, the subscription id on every message, a
+// tools list change on the stream). Every failed check is one the replica
 // does not claim, listed with why. make test-long runs it.
 func TestConformance2026(t *testing.T) {
 	n := loadNotClaimed(t)
 	url := start(t, "listening on ", "serve", "--file", filepath.Join(root, "scenarios.toml"),
-		"--scenario", "era-2026", "--design", "memory-sticky")
+		"--scenario", "era-2026-listen", "--design", "rev-stateless")
 	checks := checksOf(t, runSuite(t, suite2026, "server", "--url", url, "--requirements", "2026-07-28"))
 	passed, failed, warned := judge2026(t, checks, n)
 	t.Logf("2026-07-28: %d checks: %d passed, %d failed and not claimed (%s), %d warned, %d skipped or informational",

@@ -32,6 +32,11 @@ type Counts struct {
 	// server saved.
 	Cancelled   int64 `json:"cancelled,omitempty"`
 	EventsSaved int64 `json:"events_saved,omitempty"`
+	// Listeners holds every listener whose subscriptions/listen streams
+	// this replica served, by name (listen.go), and NotificationsWritten
+	// the notifications it wrote on them.
+	Listeners            map[string]*ListenCount `json:"listeners,omitempty"`
+	NotificationsWritten int64                   `json:"notifications_written,omitempty"`
 }
 
 // CallCount is one call attempt as its replica counted it.
@@ -121,6 +126,9 @@ func (s *Server) Snapshot() *Counts {
 	}
 	for k, v := range s.counts.ResultsByStream {
 		out.ResultsByStream[k] = v
+	}
+	if len(s.counts.Listeners) > 0 {
+		s.snapshotListeners(out)
 	}
 	s.cmu.Unlock()
 	if mem, ok := s.cfg.Store.(*store.Memory); ok && s.hasStore() {

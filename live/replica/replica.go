@@ -64,6 +64,10 @@ type Config struct {
 
 	Store  store.Events // the event store; nil when Events is none
 	Shared *store.Redis // sessions and leases, when Sessions is shared
+	// NotifyRate is the notification workload (workload.notification_rate):
+	// notifications per second on each listen stream; 0 sends none, and
+	// the replica then declares no capability a listen stream delivers.
+	NotifyRate float64
 	// Log is the production log: a JSON line when a call starts ("start":
 	// true) and one per event produced, each with the session, the stream,
 	// the client's progress token, the index and the time; nil for none.
@@ -99,6 +103,9 @@ type Server struct {
 	adm     protocol.Admission // admission windows, connection-rate bucket, accept queue
 	rng     *mrand.Rand        // jitter of retry hints, seeded once from crypto/rand
 	drained int                // streams a drain closed so far, for their hints
+
+	listenEnd  chan struct{} // closed by a drain or a death: listen streams end (listen.go)
+	listenOnce sync.Once
 }
 
 // call is one running tools/call; subscribers get its events as produced.
@@ -143,8 +150,8 @@ func New(cfg Config) *Server {
 	rand.Read(seed[:])
 	rng := mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	return &Server{cfg: cfg, caps: protocol.CapsOf(cfg.Era, cfg.Sessions, events), kill: cancel, callsC: ctx, sessions: map[string]bool{}, calls: map[string]*call{},
-		live: map[string]bool{}, closing: make(chan struct{}), rng: rng,
-		counts: Counts{Calls: map[string]*CallCount{}, ResultsByStream: map[string]int{}}, byStream: map[string]string{}}
+		live: map[string]bool{}, closing: make(chan struct{}), rng: rng, listenEnd: make(chan struct{}),
+		counts: Counts{Calls: map[string]*CallCount{}, ResultsByStream: map[string]int{}, Listeners: map[string]*ListenCount{}}, byStream: map[string]string{}}
 }
 
 func (s *Server) hasStore() bool { return s.caps.HasStore() }
@@ -323,6 +330,10 @@ func postKind(msg rpcMessage) clients.Req {
 		return clients.ReqInitialized
 	case "server/discover":
 		return clients.ReqDiscover
+	case protocol.MethodListen:
+		if len(msg.ID) > 0 {
+			return clients.ReqListen
+		}
 	case "tools/call":
 		if len(msg.ID) > 0 {
 			return clients.ReqCall
@@ -350,8 +361,18 @@ func wire(r *http.Request, msg rpcMessage) protocol.Wire {
 // serverInfo is how the replica names itself.
 var serverInfo = map[string]any{"name": "stormsim-replica", "version": "0.1.0"}
 
-// capabilities are what the replica offers: one tool.
+// capabilities are what the replica offers: one tool, and from
+// 2026-07-28, when it sends notifications, the list changes and resource
+// updates its listen streams deliver (protocol.Caps.ListenCapabilities).
 var capabilities = map[string]any{"tools": map[string]any{}}
+
+func (s *Server) capabilities() map[string]any {
+	c := s.caps.ListenCapabilities(s.cfg.NotifyRate > 0)
+	if _, ok := c["tools"]; !ok {
+		c["tools"] = map[string]any{}
+	}
+	return c
+}
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	if msg.Method == "initialize" {
@@ -369,7 +390,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	draining := s.draining
 	s.mu.Unlock()
 	f := &facts{s: s, r: r}
-	ans := s.caps.Serve(protocol.Request{Kind: postKind(msg), Draining: draining && postKind(msg) == clients.ReqDiscover}, f)
+	kind := postKind(msg)
+	ans := s.caps.Serve(protocol.Request{Kind: kind, Draining: draining && (kind == clients.ReqDiscover || kind == clients.ReqListen)}, f)
 	if !ans.OK() {
 		s.rpcFail(w, msg.ID, ans)
 		return
@@ -384,7 +406,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 	}
 	switch msg.Method {
 	case "server/discover":
-		writeJSON(w, msg.ID, s.caps.DiscoverResult(capabilities, serverInfo))
+		writeJSON(w, msg.ID, s.caps.DiscoverResult(s.capabilities(), serverInfo))
 	case "tools/list":
 		writeJSON(w, msg.ID, s.caps.Result(msg.Method, map[string]any{"tools": []map[string]any{{
 			"name":        "stream",
@@ -394,6 +416,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, msg rpcMessage) {
 		}}}, serverInfo))
 	case "tools/call":
 		s.toolCall(w, r, msg, f)
+	case protocol.MethodListen:
+		s.listen(w, r, msg)
 	default:
 		s.rpcFail(w, msg.ID, s.caps.NotFound(msg.Method))
 	}
@@ -1031,6 +1055,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 // once when the streams can resume elsewhere, else when the calls end), lets
 // running calls finish up to the drain limit, then kills what is left.
 func (s *Server) Drain() {
+	s.endListens()
 	s.mu.Lock()
 	s.draining = true
 	if s.caps.CloseOnDrain(s.cfg.Replica.DrainClose) {

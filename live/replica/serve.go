@@ -40,6 +40,9 @@ type ServeOptions struct {
 	AllowHosts []string // host names besides loopback and Addr's host that a Host or Origin may name
 	Slot       int      // this replica's slot
 	Slots      int      // number of slots, for hash-minted session ids
+	// NotifyRate is the scenario's workload.notification_rate: the
+	// notifications per second each listen stream gets.
+	NotifyRate float64
 	// Stdout is where the handshake lines go (Listening, Draining): the
 	// topology that started the process reads them.
 	Stdout io.Writer
@@ -98,7 +101,7 @@ func Serve(ctx context.Context, d *scenario.Design, o *ServeOptions) error {
 func ConfigOf(d *scenario.Design, o *ServeOptions) (cfg Config, done func(), err error) {
 	cfg = Config{
 		Slot: o.Slot, Slots: o.Slots, HashMint: protocol.HashIDs(d.LB),
-		Sessions: d.Sessions, Events: d.Events, Era: d.Era, Replica: d.Replica,
+		Sessions: d.Sessions, Events: d.Events, Era: d.Era, Replica: d.Replica, NotifyRate: o.NotifyRate,
 		Allow: protocol.NewAllow(append([]string{o.Addr}, o.AllowHosts...)...),
 	}
 	var closers []func()

@@ -104,6 +104,7 @@ type liveRun struct {
 	started  time.Time // when the run's clock started, as this process saw it
 
 	// storm
+	ls      *listeners // the listening clients (listen.go); nil when none listen
 	fp      *faultPlay
 	sampler *storeSampler
 	watch   *storeWatch
@@ -254,6 +255,7 @@ func (r *liveRun) storm(ctx context.Context) error {
 			dr.iso.run(runCtx)
 		}()
 	}
+	r.startListeners(runCtx, &wg)
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
 	if t != nil {
@@ -365,6 +367,7 @@ func (r *liveRun) collect(ctx context.Context) (*history.History, *evidence, err
 	if own == nil && t == nil {
 		ev.up = upNote(r.endpoint, false)
 	}
+	ev.listen, ev.listenNote = listenRow(r.ls, counts, sc.Step)
 	h.Faults = r.unscheduled(ev, r.fp.applied)
 	return h, ev, nil
 }

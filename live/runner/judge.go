@@ -31,7 +31,11 @@ type evidence struct {
 	faults   []report.Fault // the scenario's schedule, for the recovery after each fault
 	steadyS  float64        // when the load reached its level (workload.SteadyFromS), the recovery's earliest baseline
 
-	counts      *check.ServerCounts // nil: not reconcilable, for noCounts
+	counts *check.ServerCounts // nil: not reconcilable, for noCounts
+	// listen is the listen block (listen.go), nil when no client listened;
+	// listenNote says why it does not reconcile, or is missing.
+	listen      *report.Listen
+	listenNote  string
 	noCounts    string
 	exits       []topo.Exit
 	neverReady  []neverReadySlot
@@ -77,6 +81,9 @@ func judge(ctx context.Context, h *history.History, ev *evidence) (report.Design
 	row.Server, row.Notes = report.ServerNotes(d.Server, "live")
 	row.EventsProduced, row.Reconciliation = reconcile(h, j, ev.counts, ev.noCounts)
 	row.Cancelled = cancelledOf(ev.counts, d)
+	if row.Listen = ev.listen; ev.listenNote != "" {
+		row.Notes = append(row.Notes, ev.listenNote)
+	}
 	if r := row.Reconciliation; r.NotReconcilable == "" && !r.OK {
 		row.Notes = append(row.Notes, fmt.Sprintf("reconciliation: %d mismatches between the histories and the replicas' own counts (report.json, \"reconciliation\")", r.MismatchCount))
 	}

@@ -89,6 +89,14 @@ func countsOf(counts []*replica.Counts, missing []string, sc *scenario.Scenario,
 		for s, n := range c.ResultsByStream {
 			out.ResultsByStream[s] += n
 		}
+		for id, lc := range c.Listeners {
+			if out.Listeners == nil {
+				out.Listeners = map[string]check.ListenerCount{}
+			}
+			l := out.Listeners[id]
+			l.Due, l.Written = max(l.Due, lc.Due), l.Written+lc.Written
+			out.Listeners[id] = l
+		}
 	}
 	return out
 }
