@@ -82,6 +82,7 @@ func TestParentKilled(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	tmpdir.Sweep("stormsim-live-")
 	tmpdir.Sweep("stormsim-redis-")
+	tmpdir.Sweep("stormsim-sock-")
 	if after, _ := filepath.Glob(filepath.Join(tmp, "*")); len(after) > 0 {
 		t.Errorf("the killed run left %v; the sweep removed %d of %d", after, len(left2)-len(after), len(left2))
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/internal/cpuprof"
+	"github.com/stormsim/stormsim/live/internal/tmpdir"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -560,7 +561,7 @@ func (t *Topology) socketPath(slot int) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sockDir == "" {
-		dir, err := os.MkdirTemp("", "stormsim-sock-")
+		dir, err := tmpdir.Make("stormsim-sock-") // named for this process: the next topology removes the one a SIGKILLed run left
 		if err != nil {
 			return "", fmt.Errorf("topo: a folder for the replicas' sockets: %w", err)
 		}
