@@ -8,11 +8,14 @@ import (
 // Listener is one client's subscriptions/listen stream (2026-07-28): the
 // long-lived POST stream on which it receives the server's notifications.
 // It has no event ids and no replay, so a client keeps it open for as long
-// as it wants notifications and opens a new one whenever it drops or is
-// refused, after the profile's backoff (Delay, with the server's retry hint
-// when the profile honours hints). It never gives up while the client
-// listens: a stream of notifications has no call to fail. The zero value
-// is not usable; call Init. A Listener is not safe for concurrent use.
+// as it wants notifications. What it does when the stream drops or its
+// open is refused is the profile's listen_reopen, here and nowhere else
+// (both engines drive a Listener): under "backoff" it opens a new one
+// after the profile's backoff (Delay, with the server's retry hint when
+// the profile honours hints) and never gives up while the client listens,
+// for a stream of notifications has no call to fail; under "none" it opens
+// no other and stops listening, as go-sdk v1.8 does. The zero value is not
+// usable; call Init. A Listener is not safe for concurrent use.
 type Listener struct {
 	cfg *Config
 	rng *rand.Rand
@@ -43,8 +46,8 @@ func (l *Listener) Open() ListenAction {
 }
 
 // Answered is the listen request's answer: 200 opens the stream (the
-// acknowledgement follows on it); anything else is retried after the
-// backoff.
+// acknowledgement follows on it); anything else (0: none came) is retried
+// after the backoff, or under listen_reopen = "none" stops the listener.
 func (l *Listener) Answered(status int, hint time.Duration) ListenAction {
 	if !l.pending {
 		return ListenAction{}
@@ -62,7 +65,7 @@ func (l *Listener) Answered(status int, hint time.Duration) ListenAction {
 
 // Dropped is the stream ending without the client closing it: a restart,
 // a cut, a partition, a drain. The client opens a new one after the
-// backoff.
+// backoff, or under listen_reopen = "none" stops listening.
 func (l *Listener) Dropped(hint time.Duration) ListenAction {
 	if !l.open {
 		return ListenAction{}
@@ -84,7 +87,13 @@ func (l *Listener) IsOpen() bool { return l.open }
 // still to be sent: not once the client has stopped listening.
 func (l *Listener) Due() bool { return l.pending && !l.stopped }
 
+// retry re-opens the stream after the backoff, or stops the listener when
+// the profile re-opens none.
 func (l *Listener) retry(hint time.Duration) ListenAction {
+	if l.cfg.ListenReopen == ListenReopenNone {
+		l.Stop()
+		return ListenAction{}
+	}
 	d := Delay(l.cfg, l.n, l.prev, l.rng)
 	if l.cfg.HonorRetryHint && hint > d {
 		d = hint

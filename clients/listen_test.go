@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -79,5 +80,62 @@ func TestListenerHonoursHint(t *testing.T) {
 		if a := l.Dropped(time.Hour); !tc.want(a.Delay) {
 			t.Errorf("honour %v: waited %v after a 1 h hint", tc.honour, a.Delay)
 		}
+	}
+}
+
+// TestListenReopen: under listen_reopen = "backoff" a listener re-opens a
+// stream that dropped and an open that was refused, after the backoff;
+// under "none" (the go-sdk profile's) it stops at either: no request, none
+// due, and a later Open sends nothing.
+func TestListenReopen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		profile string
+		refused bool // the first open is answered 503, rather than opened and dropped
+		reopen  bool
+	}{
+		{"compliant", false, true}, // backoff: a drop is re-opened
+		{"compliant", true, true},  // backoff: a refusal is retried
+		{"go-sdk", false, false},   // none: a drop stops the listener
+		{"go-sdk", true, false},    // none: a refusal stops it too
+	} {
+		cfg := listenCfg(t, tc.profile)
+		var l Listener
+		l.Init(cfg, rand.New(rand.NewPCG(5, 6)))
+		l.Open()
+		var a ListenAction
+		if tc.refused {
+			a = l.Answered(503, 0)
+		} else {
+			l.Answered(200, 0)
+			a = l.Dropped(0)
+		}
+		what := fmt.Sprintf("%s (listen_reopen %q), refused %v", tc.profile, cfg.ListenReopen, tc.refused)
+		if a.Send != tc.reopen || a.Send && (!a.Reopen || a.Delay < cfg.Base) {
+			t.Errorf("%s: %+v, want a re-open after the backoff: %v", what, a, tc.reopen)
+		}
+		if l.Due() != tc.reopen || l.IsOpen() {
+			t.Errorf("%s: due %v open %v, want due %v and closed", what, l.Due(), l.IsOpen(), tc.reopen)
+		}
+		if !tc.reopen {
+			if a := l.Open(); a.Send {
+				t.Errorf("%s: Open after the listener stopped sent %+v", what, a)
+			}
+		}
+	}
+}
+
+// A bad listen_reopen is named with its value and the valid ones.
+func TestListenReopenValidate(t *testing.T) {
+	t.Parallel()
+	cfg := listenCfg(t, "compliant")
+	cfg.ListenReopen = "later"
+	var got []string
+	for _, e := range cfg.Validate() {
+		got = append(got, e.Error())
+	}
+	want := `listen_reopen: "later" is not one of [backoff none]`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("errors %q, want [%q]", got, want)
 	}
 }

@@ -64,14 +64,37 @@ const (
 	AppReconnectOnFailure = "on_failure"
 )
 
+// What a client does when its subscriptions/listen stream (2026-07-28)
+// drops or its open is refused (listen_reopen).
+const (
+	// ListenReopenBackoff: it opens a new stream after the profile's
+	// backoff, for as long as it listens.
+	ListenReopenBackoff = "backoff"
+	// ListenReopenNone: it opens no other stream; the client stops
+	// listening (go-sdk v1.8: the listen call is sent without awaiting it,
+	// mcp/shared.go line 160 and mcp/transport.go line 283,
+	// callSubscriptionsListen, and nothing opens it again;
+	// TestDrift2026GoSDKListen).
+	ListenReopenNone = "none"
+)
+
+// ListenReopen is a value of listen_reopen. Its default, "backoff", is
+// left out of a scenario's JSON, so that the scenario_hash of every design
+// that keeps it is the one it had before the key existed.
+type ListenReopen string
+
+// IsZero reports whether v is the default, for encoding/json's omitzero.
+func (v ListenReopen) IsZero() bool { return v == ListenReopenBackoff }
+
 // Valid values, for validation messages.
 var (
-	On404s   = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
-	OnErrors = []string{OnErrorReissue, OnErrorFail}
-	NoIDs    = []string{NoIDReissue, NoIDWait, NoIDStandalone, NoIDFail}
-	RetryOns = []string{RetryOnNetwork, RetryOnAny}
-	GiveUps  = []string{GiveUpFail, GiveUpWait}
-	profiles = registry.New[Config]("clients", "profile")
+	On404s        = []string{On404Reinit, On404Fail, On404Stale, On404Stuck}
+	OnErrors      = []string{OnErrorReissue, OnErrorFail}
+	NoIDs         = []string{NoIDReissue, NoIDWait, NoIDStandalone, NoIDFail}
+	RetryOns      = []string{RetryOnNetwork, RetryOnAny}
+	GiveUps       = []string{GiveUpFail, GiveUpWait}
+	ListenReopens = []string{ListenReopenBackoff, ListenReopenNone}
+	profiles      = registry.New[Config]("clients", "profile")
 )
 
 // AppReconnects are the named values of app_reconnect; a duration such as
@@ -96,6 +119,9 @@ type Config struct {
 	NoID            string        `toml:"no_id" json:"no_id"`
 	ResumeGiveUp    string        `toml:"resume_give_up" json:"resume_give_up"`
 	CallTimeout     time.Duration `toml:"call_timeout" json:"call_timeout"`
+	// ListenReopen is what the client does when its listen stream drops or
+	// its open is refused (clients.Listener): "backoff" or "none".
+	ListenReopen ListenReopen `toml:"listen_reopen" json:"listen_reopen,omitzero"`
 	// AppReconnect is what the application does after a failed call:
 	// "never", "on_failure" or a duration ("30s": the first call that
 	// starts that long after the failure opens a new session).
@@ -141,7 +167,7 @@ func init() {
 		Base: time.Second, Factor: 1.5, Cap: 30 * time.Second, MaxRetries: 5,
 		ResetOnProgress: true, HonorRetryHint: true, RetryOn: RetryOnNetwork,
 		On404: On404Fail, OnError: OnErrorFail, NoID: NoIDFail, CallTimeout: 300 * time.Second,
-		AppReconnect: AppReconnectNever, ResumeGiveUp: GiveUpFail,
+		AppReconnect: AppReconnectNever, ResumeGiveUp: GiveUpFail, ListenReopen: ListenReopenBackoff,
 	}
 	ts := goSDK
 	ts.Profile, ts.Jitter, ts.MaxRetries, ts.ResetOnProgress, ts.On404, ts.NoID = "ts-sdk", JitterNone, 2, false, On404Stale, NoIDWait
@@ -163,6 +189,15 @@ func init() {
 		"compliant", RetryOnAny, On404Reinit, OnErrorReissue, NoIDStandalone
 	stuck := ts
 	stuck.Profile, stuck.On404, stuck.RetryOn, stuck.ResetOnProgress, stuck.ResumeGiveUp = "stuck", On404Stuck, RetryOnNetwork, false, GiveUpFail
+	// go-sdk v1.8 opens a listen stream once, in Connect after
+	// server/discover (mcp/client.go lines 334 to 362) or in Subscribe
+	// (line 1381), and re-opens none that drops or is refused
+	// (TestDrift2026GoSDKListen). The profiles copied from it above keep
+	// "backoff": the TypeScript SDK 1.32.2 has no subscriptions/listen (it
+	// speaks 2025-11-25 at the latest), so its profile's value is the
+	// default, not a measured behaviour; compliant re-opens, as a client
+	// that wants notifications must.
+	goSDK.ListenReopen = ListenReopenNone
 	for _, c := range []Config{goSDK, ts, py, compliant, stuck} {
 		profiles.Register(c.Profile, c)
 	}
@@ -195,6 +230,7 @@ func (c *Config) Validate() []error {
 	oneOf("on_error", c.OnError, OnErrors)
 	oneOf("no_id", c.NoID, NoIDs)
 	oneOf("resume_give_up", c.ResumeGiveUp, GiveUps)
+	oneOf("listen_reopen", string(c.ListenReopen), ListenReopens)
 	if c.Impl != "" {
 		oneOf("impl", c.Impl, Impls)
 	}

@@ -145,6 +145,9 @@ func TestBadInput(t *testing.T) {
 		// Negative client setting from a design.
 		{"negative retries", "[design.x]\nmode=\"stateful\"\nsessions=\"local\"\nevents=\"memory\"\n[design.x.client]\nmax_retries = -1\n[scenario.s]\ndesigns=[\"x\"]\n", nil, []string{"t.toml: design.x.client.max_retries", "negative"}},
 		{"bad app_reconnect", "[scenario.s.client]\napp_reconnect = \"sometimes\"\n", nil, []string{"t.toml: scenario.s.client.app_reconnect", `"sometimes" is not one of [never on_failure] or a duration`}},
+		// A listen_reopen that is neither value, in the file and from --set.
+		{"bad listen_reopen", "[scenario.s.client]\nlisten_reopen = \"later\"\n", nil, []string{"t.toml: scenario.s.client.listen_reopen", `"later" is not one of [backoff none]`}},
+		{"set bad listen_reopen", minimal, []string{"client.listen_reopen=never"}, []string{"client.listen_reopen", `"never" is not one of [backoff none]`}},
 		// A bare number where a duration belongs would be nanoseconds.
 		{"bare duration", "[scenario.s]\nduration = 300\n", nil, []string{"t.toml: scenario.s.duration: want a duration string such as \"300s\""}},
 		// An unknown nested table is reported at its first unknown key.

@@ -16,7 +16,9 @@ import (
 // numbers. A notification due while the client's stream is down reaches
 // nobody: the stream has no replay. Streams drop when their replica stops
 // (drains or dies), is cut off, or the client drops; the client re-opens
-// under the profile's backoff (clients.Listener). A listen request goes
+// under the profile's backoff, or never under listen_reopen = "none"
+// (clients.Listener decides; a listener that stopped keeps its schedule,
+// so what is due to it until it finishes is lost). A listen request goes
 // through the LB's pick, the replica's admission and accept queue and
 // protocol's decision, as any new stream does. What a stream received is
 // counted arithmetically from its open intervals, as call events are.

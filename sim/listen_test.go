@@ -114,3 +114,22 @@ func TestListenOffKeepsReport(t *testing.T) {
 		t.Fatalf("2025-11-25: listen %+v, notes %v", d.Listen, d.Notes)
 	}
 }
+
+// TestListenReopenNone: under listen_reopen = "none" (the go-sdk profile's)
+// the hard restart's drop ends every client's listening: 200 drops, no
+// re-open, and every notification due from the drop to the end of the run
+// (30 s at 4/s for each client) is lost.
+func TestListenReopenNone(t *testing.T) {
+	t.Parallel()
+	const rate, clients, after = 4.0, 200, 30.0 // after: seconds from the drop to the end
+	sc := listenScenario(t, 5*time.Second, rate)
+	sc.Designs[0].Client.ListenReopen = "none"
+	l := run(t, sc).Report.Designs[0].Listen
+	if l == nil {
+		t.Fatal("no listen block")
+	}
+	lo, hi := int64((after*rate-1)*clients), int64((after*rate+1)*clients)
+	if l.Opens != clients || l.Reopens != 0 || l.Reopened != 0 || l.Drops != clients || l.Lost < lo || l.Lost > hi {
+		t.Errorf("listen %+v; want %d opens and drops, no re-open, and %d..%d lost", *l, clients, lo, hi)
+	}
+}

@@ -3,13 +3,16 @@ package drift
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,26 +255,37 @@ func (l *lockedBuf) lines() []string {
 }
 
 // cutter stands between a client and a server: it forwards every request,
-// and cuts a tools/call's SSE stream right after its first progress event,
-// closing the connection to the server (which sees its response stream
-// close) and resetting the client's. It records when it cut and counts the
-// tools/call requests.
+// and cuts an SSE stream right after its first event of method after
+// ("notifications/progress" when ""), closing the connection to the server
+// (which sees its response stream close) and resetting the client's. It
+// counts the requests of method ("tools/call" when ""); with refuse set it
+// answers each of them with that status instead of forwarding it. It
+// records when it first cut or refused, and how many it had counted then.
 type cutter struct {
 	upstream string
+	method   string
+	after    string
+	refuse   int
 
-	mu    sync.Mutex
-	cut   time.Time
-	calls int
+	mu     sync.Mutex
+	cut    time.Time
+	calls  int
+	before int // calls when it first cut or refused
 }
 
 func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if bytes.Contains(body, []byte(`"tools/call"`)) {
+	if bytes.Contains(body, []byte(strconv.Quote(cmp.Or(c.method, "tools/call")))) {
 		c.mu.Lock()
 		c.calls++
 		c.mu.Unlock()
+		if c.refuse != 0 {
+			c.stamp()
+			http.Error(w, http.StatusText(c.refuse), c.refuse)
+			return
+		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, r.Method, c.upstream, bytes.NewReader(body))
 	req.Header = r.Header.Clone()
@@ -290,7 +304,7 @@ func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	br := bufio.NewReader(io.LimitReader(resp.Body, 1<<20))
-	progress := false
+	after, seen := cmp.Or(c.after, "notifications/progress"), false
 	for {
 		line, err := br.ReadString('\n')
 		w.Write([]byte(line)) //nolint:errcheck // a failed write is a cut too
@@ -298,16 +312,23 @@ func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		progress = progress || strings.Contains(line, "notifications/progress")
-		if progress && strings.TrimSpace(line) == "" {
-			break // the first progress event is through
+		seen = seen || strings.Contains(line, after)
+		if seen && strings.TrimSpace(line) == "" {
+			break // the event is through
 		}
 	}
-	c.mu.Lock()
-	c.cut = time.Now()
-	c.mu.Unlock()
+	c.stamp()
 	cancel()
 	reset(w)
+}
+
+// stamp records the first cut or refusal.
+func (c *cutter) stamp() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut.IsZero() {
+		c.cut, c.before = time.Now(), c.calls
+	}
 }
 
 // cancelled is what a go-sdk replica did after a cutter cut its call's
@@ -433,4 +454,130 @@ func TestDrift2026GoSDKCancel(t *testing.T) {
 			t.Errorf("%s: the client's call ended with %q after %d tools/call, want an error and no re-issue", name, m.CallErr, m.Posts)
 		}
 	}
+}
+
+// listenWindow is how long after the first cut or refusal the listen
+// requests are counted: past the longest wait of the go-sdk profile's
+// backoff before a first re-open (2 s: 1 s and its additive jitter) by
+// its slack, so that a re-open under "backoff" would have been seen.
+const listenWindow = 3 * time.Second
+
+// listen2026 is what a go-sdk client did with its subscriptions/listen
+// stream: the listen requests it sent before the first cut or refusal, and
+// within listenWindow after it.
+type listen2026 struct {
+	Before, After int
+}
+
+// goSDKListen connects a go-sdk client at 2026-07-28 that has a tools
+// list-changed handler, through a cutter, to the go-sdk replica (stateless,
+// which declares tools.listChanged and holds a listen stream open until it
+// closes). The cutter cuts each listen stream once its acknowledgement is
+// through or, with refuse set, answers each listen request with that
+// status; the listen requests are counted until listenWindow after the
+// first cut or refusal.
+func goSDKListen(refuse int) (listen2026, error) {
+	up := httptest.NewServer(sdkreplica.New(sdkreplica.Config{Era: revision, Revision: true}))
+	defer up.Close()
+	cut := &cutter{upstream: up.URL, method: protocol.MethodListen, after: protocol.MethodListenAck, refuse: refuse}
+	front := httptest.NewServer(cut)
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "drift", Version: "1"},
+		&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return listen2026{}, err
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != revision {
+		return listen2026{}, fmt.Errorf("the client negotiated %q, want %s", v, revision)
+	}
+	var at time.Time
+	for deadline := time.Now().Add(10 * time.Second); at.IsZero() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		cut.mu.Lock()
+		at = cut.cut
+		cut.mu.Unlock()
+	}
+	if at.IsZero() {
+		return listen2026{}, fmt.Errorf("refuse %d: no listen stream was cut or refused within 10 s of Connect", refuse)
+	}
+	time.Sleep(time.Until(at.Add(listenWindow)))
+	cut.mu.Lock()
+	defer cut.mu.Unlock()
+	return listen2026{Before: cut.before, After: cut.calls - cut.before}, nil
+}
+
+// listenBrain drives clients.Listener under profile p, with jitter from
+// src, against the cutter: every listen request is refused (refused) or
+// opens a stream that is cut at once. It returns the listen requests it
+// sends within window of the first cut or refusal.
+func listenBrain(p clients.Config, refused bool, window time.Duration, src rand.Source) int {
+	var l clients.Listener
+	l.Init(&p, rand.New(src))
+	a, at, n := l.Open(), time.Duration(0), -1
+	for a.Send && n < 100 {
+		if at += a.Delay; at > window {
+			break
+		}
+		n++
+		if refused {
+			a = l.Answered(http.StatusServiceUnavailable, 0)
+			continue
+		}
+		l.Answered(http.StatusOK, 0)
+		a = l.Dropped(0)
+	}
+	return max(n, 0)
+}
+
+// listenDrift compares the listen requests the SDK sent after its stream
+// was cut (or its open refused) with what profile p's Listener sends in
+// that window: at least as many as its longest waits fit in, at most as
+// many as its shortest do.
+func listenDrift(p clients.Config, refused bool, m listen2026) []string {
+	lo := listenBrain(p, refused, listenWindow-slack(listenWindow), constSrc(^uint64(0)))
+	hi := listenBrain(p, refused, listenWindow+early, constSrc(0))
+	if m.After >= lo && m.After <= hi {
+		return nil
+	}
+	what := "cut"
+	if refused {
+		what = "refused (503)"
+	}
+	return []string{fmt.Sprintf("listen_reopen: in the %v after its listen stream was %s the SDK sent %d listen requests (re-opened: %v), the profile (listen_reopen %q, base %v) sends %d to %d",
+		listenWindow, what, m.After, m.After > 0, p.ListenReopen, p.Base, lo, hi)}
+}
+
+// TestDrift2026GoSDKListen measures go-sdk v1.8's client at 2026-07-28
+// against the go-sdk profile's listen_reopen, through clients.Listener:
+// Connect opens one subscriptions/listen stream (the client has a tools
+// list-changed handler and the server declares tools.listChanged), and
+// when that stream is cut after its acknowledgement, or when its open is
+// answered 503, the SDK opens no other (mcp/shared.go line 160,
+// mcp/transport.go line 283: the listen call is sent without awaiting
+// it).
+func TestDrift2026GoSDKListen(t *testing.T) {
+	t.Parallel()
+	var cut, refused listen2026
+	var cutErr, refusedErr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); cut, cutErr = goSDKListen(0) }()
+	go func() { defer wg.Done(); refused, refusedErr = goSDKListen(http.StatusServiceUnavailable) }()
+	wg.Wait()
+	if err := errors.Join(cutErr, refusedErr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("go-sdk at %s: listen stream cut: %d listen requests before, %d in the %v after; open answered 503: %d before, %d after",
+		revision, cut.Before, cut.After, listenWindow, refused.Before, refused.After)
+	for what, m := range map[string]listen2026{"cut": cut, "refused": refused} {
+		if m.Before != 1 {
+			t.Errorf("%s: Connect sent %d listen requests, want 1 (the Listener's Open)", what, m.Before)
+		}
+	}
+	backoff := func(p *clients.Config) { p.ListenReopen = clients.ListenReopenBackoff }
+	checkProfile(t, "go-sdk", func(p clients.Config) []string { return listenDrift(p, false, cut) }, backoff)
+	checkProfile(t, "go-sdk", func(p clients.Config) []string { return listenDrift(p, true, refused) }, backoff)
 }

@@ -1,10 +1,10 @@
 // Package listen is the live engine's listening client at 2026-07-28: it
 // holds one client's subscriptions/listen stream against a replica (or an
-// LB), re-opens it under the profile's backoff when it drops or is
-// refused (clients.Listener, the simulator's own rule), and counts the
-// notifications it received by their seq (protocol.MetaNotifySeq), so
-// that what it missed can be held to what the replicas counted they sent
-// (Reconcile).
+// LB), re-opens it when it drops or is refused as the profile's
+// listen_reopen says (clients.Listener, the simulator's own rule: after
+// the backoff, or never), and counts the notifications it received by
+// their seq (protocol.MetaNotifySeq), so that what it missed can be held
+// to what the replicas counted they sent (Reconcile).
 //
 //	l := listen.New(url, "client-7", time.Now().UnixNano(), &cfg, rng, nil)
 //	go l.Run(ctx)
@@ -77,7 +77,8 @@ func New(url, id string, anchor int64, cfg *clients.Config, rng *rand.Rand, hc *
 }
 
 // Run listens until ctx ends: it opens the stream, reads it, and after
-// every drop or refusal waits the brain's backoff and opens it again.
+// every drop or refusal waits the brain's backoff and opens it again; it
+// returns early when the brain stops listening (listen_reopen = "none").
 func (c *Client) Run(ctx context.Context, iv int64) {
 	a := c.brain.Open()
 	reqID := 0

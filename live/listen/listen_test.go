@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,4 +156,39 @@ func TestListenRestart(t *testing.T) {
 		t.Errorf("lost %d notifications over a %v restart at 20/s, want at least %d", lost, down, min)
 	}
 	t.Logf("sent %d (due), written %d, received %d, lost %d, client %+v", sent, written, got.Received, lost, got)
+}
+
+// TestListenReopenNone: under listen_reopen = "none" (the go-sdk profile)
+// Run returns once its stream drops, or once its listen request is
+// refused, having sent that one request and re-opened nothing, as the
+// simulator's listeners do (both follow clients.Listener).
+func TestListenReopenNone(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		var posts atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			posts.Add(1)
+			if status != http.StatusOK {
+				http.Error(w, http.StatusText(status), status)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":%q,\"params\":{}}\n\n", protocol.MethodListenAck)
+		})) // the handler's return ends the stream: a drop
+		cfg, _ := clients.Profile("go-sdk")
+		l := New(srv.URL, "listener-1", time.Now().UnixNano(), &cfg, rand.New(rand.NewPCG(1, 2)), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		l.Run(ctx, protocol.NotifyInterval(20))
+		timedOut := ctx.Err() != nil
+		cancel()
+		srv.Close()
+		got, drops := l.Counts(), int64(0)
+		if status == http.StatusOK {
+			drops = 1
+		}
+		if timedOut || posts.Load() != 1 || got.Opens != 1 || got.Reopens != 0 || got.Drops != drops {
+			t.Errorf("status %d: Run timed out %v, %d listen requests, counts %+v; want it to return after one request, %d drops and no re-open",
+				status, timedOut, posts.Load(), got, drops)
+		}
+	}
 }
