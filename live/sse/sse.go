@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -73,7 +72,9 @@ type Reader struct {
 	lastID   string
 	started  bool
 	lim      Limits
-	pendingR bool // the previous line ended in CR: skip an LF that follows
+	pendingR bool   // the previous line ended in CR: skip an LF that follows
+	long     []byte // a line longer than the buffer, put together
+	data     []byte // the event's data lines so far, each ending in "\n"
 }
 
 // Limits bound what a Reader holds, whatever the stream sends: the reader
@@ -107,23 +108,24 @@ func NewReaderLimits(r io.Reader, lim Limits) *Reader {
 func (r *Reader) LastID() string { return r.lastID }
 
 // line reads one line without its terminator (CRLF, LF or CR). It scans
-// what the buffer holds for the terminator and copies the line out once,
-// rather than a byte at a time: it runs for every line of every stream.
-func (r *Reader) line() (string, error) {
+// what the buffer holds for the terminator and returns the line in place,
+// rather than a byte at a time or as a copy: it runs for every line of
+// every stream. The bytes are valid until the next call.
+func (r *Reader) line() ([]byte, error) {
 	if r.pendingR {
 		r.pendingR = false
 		if b, err := r.br.Peek(1); err == nil && b[0] == '\n' {
 			r.br.Discard(1) //nolint:errcheck // the byte is buffered
 		}
 	}
-	var long []byte // what came before, for a line longer than one buffer's worth
+	r.long = r.long[:0] // what came before, for a line longer than one buffer's worth
 	for {
 		if r.br.Buffered() == 0 {
 			if _, err := r.br.Peek(1); err != nil {
-				if err == io.EOF && len(long) > 0 {
-					return string(long), io.ErrUnexpectedEOF // a last line without its end
+				if err == io.EOF && len(r.long) > 0 {
+					return r.long, io.ErrUnexpectedEOF // a last line without its end
 				}
-				return "", err
+				return nil, err
 			}
 		}
 		buf, _ := r.br.Peek(r.br.Buffered())
@@ -132,31 +134,35 @@ func (r *Reader) line() (string, error) {
 		if i < 0 {
 			n = len(buf)
 		}
-		if r.lim.Line > 0 && len(long)+n > r.lim.Line {
-			return "", fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.lim.Line)
+		if r.lim.Line > 0 && len(r.long)+n > r.lim.Line {
+			return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.lim.Line)
 		}
 		if i < 0 {
-			long = append(long, buf...)
+			r.long = append(r.long, buf...)
 			r.br.Discard(len(buf)) //nolint:errcheck // the bytes are buffered
 			continue
 		}
-		var line string
-		if long == nil {
-			line = string(buf[:i])
-		} else {
-			line = string(append(long, buf[:i]...))
+		line := buf[:i]
+		if len(r.long) > 0 {
+			r.long = append(r.long, line...)
+			line = r.long
 		}
 		r.pendingR = buf[i] == '\r'
+		// The bytes stay in the buffer until the next read fills it:
+		// Discard only moves the read position.
 		r.br.Discard(i + 1) //nolint:errcheck // the bytes are buffered
 		return line, nil
 	}
 }
 
+// bom is the byte order mark that may start a stream.
+var bom = []byte("\ufeff")
+
 // Next returns the next event. It returns io.EOF at the end of the stream;
 // an event cut off by the end of the stream is not dispatched.
 func (r *Reader) Next() (Event, error) {
 	var ev Event
-	var data strings.Builder
+	r.data = r.data[:0]
 	seen := false
 	for {
 		line, err := r.line()
@@ -168,54 +174,61 @@ func (r *Reader) Next() (Event, error) {
 		}
 		if !r.started {
 			r.started = true
-			line = strings.TrimPrefix(line, "\ufeff") // a byte order mark may start the stream
+			line = bytes.TrimPrefix(line, bom)
 		}
-		if line == "" {
+		if len(line) == 0 {
 			if !seen {
 				continue
 			}
 			ev.ID = r.lastID
 			if ev.HasData {
-				ev.Data = strings.TrimSuffix(data.String(), "\n")
+				ev.Data = string(r.data[:len(r.data)-1]) // without the last "\n"
 			}
 			if ev.HasData || ev.HasID || ev.HasRetry {
 				return ev, nil
 			}
 			ev, seen = Event{}, false
-			data.Reset()
+			r.data = r.data[:0]
 			continue
 		}
 		if line[0] == ':' {
 			continue // a comment
 		}
 		seen = true
-		field, value, found := strings.Cut(line, ":")
-		if found {
-			value = strings.TrimPrefix(value, " ")
-		}
-		switch field {
-		case "data":
-			if r.lim.Event > 0 && data.Len()+len(value) > r.lim.Event {
-				return Event{}, fmt.Errorf("%w: over %d bytes", ErrEventTooLarge, r.lim.Event)
-			}
-			data.WriteString(value)
-			data.WriteByte('\n')
-			ev.HasData = true
-		case "event":
-			ev.Type = value
-		case "id":
-			if r.lim.ID > 0 && len(value) > r.lim.ID {
-				return Event{}, fmt.Errorf("%w: over %d bytes", ErrIDTooLong, r.lim.ID)
-			}
-			if !strings.ContainsRune(value, 0) {
-				r.lastID, ev.HasID = value, true
-			}
-		case "retry":
-			if d, clamped, ok := ParseRetry(value, time.Millisecond); ok {
-				ev.Retry, ev.HasRetry, ev.RetryClamped = d, true, clamped
-			}
+		if err := r.field(&ev, line); err != nil {
+			return Event{}, err
 		}
 	}
+}
+
+// field applies one field line to ev and the reader's state.
+func (r *Reader) field(ev *Event, line []byte) error {
+	field, value, found := bytes.Cut(line, []byte(":"))
+	if found {
+		value = bytes.TrimPrefix(value, []byte(" "))
+	}
+	switch string(field) {
+	case "data":
+		if r.lim.Event > 0 && len(r.data)+len(value) > r.lim.Event {
+			return fmt.Errorf("%w: over %d bytes", ErrEventTooLarge, r.lim.Event)
+		}
+		r.data = append(append(r.data, value...), '\n')
+		ev.HasData = true
+	case "event":
+		ev.Type = string(value)
+	case "id":
+		if r.lim.ID > 0 && len(value) > r.lim.ID {
+			return fmt.Errorf("%w: over %d bytes", ErrIDTooLong, r.lim.ID)
+		}
+		if bytes.IndexByte(value, 0) < 0 {
+			r.lastID, ev.HasID = string(value), true
+		}
+	case "retry":
+		if d, clamped, ok := ParseRetry(string(value), time.Millisecond); ok {
+			ev.Retry, ev.HasRetry, ev.RetryClamped = d, true, clamped
+		}
+	}
+	return nil
 }
 
 func isDigits(s string) bool {
