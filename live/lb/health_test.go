@@ -228,7 +228,10 @@ func TestActiveProbes(t *testing.T) {
 		t.Fatalf("a healthy replica: in pool %v, changes %q", b.InPool(1), ch.list())
 	}
 	sick.Store(true)
-	waitFor("slot 1 out of the pool", func() bool { return !b.InPool(1) })
+	// The checks take the slot out under the balancer's lock and call
+	// OnChange after it: wait for the call too, or failedAtOut may not be
+	// set yet.
+	waitFor("slot 1 out of the pool", func() bool { return !b.InPool(1) && len(ch.list()) >= 1 })
 	if n := failedAtOut.Load(); n < 3 {
 		t.Errorf("out of the pool after %d failed probes, want 3", n)
 	}
