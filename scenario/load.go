@@ -218,21 +218,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 	ld.md = md
 	f := &File{Path: name, scenarios: map[string]*Scenario{}}
 
-	// Scenario names in file order.
-	for _, k := range md.Keys() {
-		if len(k) >= 2 && k[0] == "scenario" && !slices.Contains(f.names, k[1]) {
-			f.names = append(f.names, k[1])
-		}
-	}
-	for n := range builtinDesigns {
-		f.designs = append(f.designs, n)
-	}
-	for n := range ld.raw.Design {
-		if _, ok := builtinDesigns[n]; !ok {
-			f.designs = append(f.designs, n)
-		}
-	}
-	sort.Strings(f.designs)
+	ld.listNames(f)
 	if len(f.names) == 0 {
 		ld.errorf(name, "no [scenario.NAME] blocks: nothing to run")
 	}
@@ -244,21 +230,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 			ld.errorf(name, "no scenario %q (defined: %s)", opts.Target, strings.Join(f.names, ", "))
 		}
 	}
-	// Decode every design once, so that its unknown keys are reported even
-	// when no scenario uses it.
-	for _, n := range sortedKeys(ld.raw.Design) {
-		l := &layer{md: &ld.md, prim: ld.raw.Design[n], path: []string{"design", n}, where: name + ": design." + n}
-		var dt designTop
-		var ds designSubs
-		ld.decode(l, l.prim, &dt)
-		ld.decode(l, l.prim, &ds)
-		var c clients.Config
-		var s topology.StoreConfig
-		var r topology.ReplicaConfig
-		ld.decode(l, ds.Client, &c)
-		ld.decode(l, ds.Store, &s)
-		ld.decode(l, ds.Replica, &r)
-	}
+	ld.decodeDesigns(name)
 	for _, n := range append(slices.Clone(f.names), sortedKeys(ld.raw.Design)...) {
 		if !validName(n) {
 			ld.errorf(name, "%q is not a valid scenario or design name: use letters, digits, '.', '_' and '-' (it names result folders)", n)
@@ -277,9 +249,59 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 			f.scenarios[n] = s
 		}
 	}
+	ld.checkUnused(f, name) // a design no scenario runs, against the defaults
 	// Every key, not only the undecoded ones: the decoder matches field
 	// names case-insensitively as a fallback, and a strict schema must not.
-	// A design no scenario runs is still checked, against the defaults.
+	ld.unknownKeys(md.Keys(), name, "")
+	if set != nil {
+		ld.unknownKeys(set.md.Keys(), "--set", "set")
+	}
+	if len(ld.errs) > 0 {
+		return nil, errors.Join(uniqueErrors(ld.errs)...)
+	}
+	return f, nil
+}
+
+// listNames lists the file's scenarios in file order and its designs,
+// built in and defined, sorted.
+func (ld *loader) listNames(f *File) {
+	// Scenario names in file order.
+	for _, k := range ld.md.Keys() {
+		if len(k) >= 2 && k[0] == "scenario" && !slices.Contains(f.names, k[1]) {
+			f.names = append(f.names, k[1])
+		}
+	}
+	for n := range builtinDesigns {
+		f.designs = append(f.designs, n)
+	}
+	for n := range ld.raw.Design {
+		if _, ok := builtinDesigns[n]; !ok {
+			f.designs = append(f.designs, n)
+		}
+	}
+	sort.Strings(f.designs)
+}
+
+// decodeDesigns decodes every design once, so that its unknown keys are
+// reported even when no scenario uses it.
+func (ld *loader) decodeDesigns(name string) {
+	for _, n := range sortedKeys(ld.raw.Design) {
+		l := &layer{md: &ld.md, prim: ld.raw.Design[n], path: []string{"design", n}, where: name + ": design." + n}
+		var dt designTop
+		var ds designSubs
+		ld.decode(l, l.prim, &dt)
+		ld.decode(l, l.prim, &ds)
+		var c clients.Config
+		var s topology.StoreConfig
+		var r topology.ReplicaConfig
+		ld.decode(l, ds.Client, &c)
+		ld.decode(l, ds.Store, &s)
+		ld.decode(l, ds.Replica, &r)
+	}
+}
+
+// checkUnused checks every design no scenario runs, against the defaults.
+func (ld *loader) checkUnused(f *File, name string) {
 	used := map[string]bool{}
 	for _, sc := range f.scenarios {
 		for _, d := range sc.Designs {
@@ -291,7 +313,7 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 			continue
 		}
 		var layers []*layer
-		if md.IsDefined("defaults") {
+		if ld.md.IsDefined("defaults") {
 			layers = append(layers, &layer{md: &ld.md, prim: ld.raw.Defaults, path: []string{"defaults"}, where: name + ": defaults"})
 		}
 		t := builtinTop()
@@ -302,23 +324,20 @@ func Parse(name string, data []byte, opts *Options) (*File, error) {
 		}
 		ld.design(dn, t, layers, sub)
 	}
-	ld.unknownKeys(md.Keys(), name, "")
-	if set != nil {
-		ld.unknownKeys(set.md.Keys(), "--set", "set")
-	}
-	if len(ld.errs) > 0 {
-		// A key inherited by every design fails once per design: say it once.
-		var uniq []error
-		seen := map[string]bool{}
-		for _, e := range ld.errs {
-			if !seen[e.Error()] {
-				seen[e.Error()] = true
-				uniq = append(uniq, e)
-			}
+}
+
+// uniqueErrors drops repeated errors: a key inherited by every design
+// fails once per design, and is said once.
+func uniqueErrors(errs []error) []error {
+	var uniq []error
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			seen[e.Error()] = true
+			uniq = append(uniq, e)
 		}
-		return nil, errors.Join(uniq...)
 	}
-	return f, nil
+	return uniq
 }
 
 // validName reports whether n is safe as a folder name.
@@ -837,67 +856,8 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	if d.Era == "" || d.Era == "scenario" {
 		d.Era = t.Era
 	}
-	// The client: the last profile named wins, then every explicit key.
-	clientPrims := make([]toml.Primitive, 0, len(all))
-	clientLayers := make([]*layer, 0, len(all))
-	for i, l := range layers {
-		if l.defined("client") {
-			clientPrims, clientLayers = append(clientPrims, sub[i].Client), append(clientLayers, l)
-		}
-	}
-	if dl != nil && dl.defined("client") {
-		clientPrims, clientLayers = append(clientPrims, ds.Client), append(clientLayers, dl)
-	}
-	var prof struct {
-		Profile string `toml:"profile"`
-	}
-	prof.Profile = "compliant"
-	for i, p := range clientPrims {
-		ld.decode(clientLayers[i], p, &prof)
-	}
-	c, err := clients.Profile(prof.Profile)
-	if err != nil {
-		ld.errorf(origin(all, "client", "profile"), "%q is not one of %v", prof.Profile, clients.ProfileNames())
-	} else {
-		for i, p := range clientPrims {
-			ld.decode(clientLayers[i], p, &c)
-		}
-		for _, e := range c.Validate() {
-			var fe *clients.FieldError
-			if errors.As(e, &fe) {
-				ld.errorf(origin(all, "client", fe.Key), "%s", fe.Msg)
-			}
-		}
-	}
-	d.Client = c
-	d.Store = topology.DefaultStore
-	d.Replica = topology.DefaultReplica
-	for i, l := range layers {
-		ld.storeModel(l, &d.Store)
-		if l.defined("store") {
-			ld.decode(l, sub[i].Store, &d.Store)
-		}
-		if l.defined("replica") {
-			ld.decode(l, sub[i].Replica, &d.Replica)
-		}
-	}
-	if dl != nil {
-		ld.storeModel(dl, &d.Store)
-		if dl.defined("store") {
-			ld.decode(dl, ds.Store, &d.Store)
-		}
-		if dl.defined("replica") {
-			ld.decode(dl, ds.Replica, &d.Replica)
-		}
-	}
-	for _, e := range d.Store.Validate() {
-		k, m, _ := strings.Cut(e.Error(), ": ")
-		ld.errorf(origin(all, "store", k), "%s", m)
-	}
-	for _, e := range d.Replica.Validate() {
-		k, m, _ := strings.Cut(e.Error(), ": ")
-		ld.errorf(origin(all, "replica", k), "%s", m)
-	}
+	d.Client = ld.client(all, layers, sub, dl, ds)
+	ld.storeReplica(&d, all, layers, sub, dl, ds)
 	where := ld.file + ": design." + name
 	oneOf := func(key, v string, valid []string) {
 		if !slices.Contains(valid, v) {
@@ -931,6 +891,77 @@ func (ld *loader) design(name string, t top, layers []*layer, sub []subs) (Desig
 	}
 	ld.validateServer(where, &d, all)
 	return d, true
+}
+
+// client resolves a design's client: the last profile named wins, then
+// every explicit key, over the scenario's layers and then the design's own
+// (dl, nil when the design is not in the file).
+func (ld *loader) client(all, layers []*layer, sub []subs, dl *layer, ds designSubs) clients.Config {
+	clientPrims := make([]toml.Primitive, 0, len(all))
+	clientLayers := make([]*layer, 0, len(all))
+	for i, l := range layers {
+		if l.defined("client") {
+			clientPrims, clientLayers = append(clientPrims, sub[i].Client), append(clientLayers, l)
+		}
+	}
+	if dl != nil && dl.defined("client") {
+		clientPrims, clientLayers = append(clientPrims, ds.Client), append(clientLayers, dl)
+	}
+	var prof struct {
+		Profile string `toml:"profile"`
+	}
+	prof.Profile = "compliant"
+	for i, p := range clientPrims {
+		ld.decode(clientLayers[i], p, &prof)
+	}
+	c, err := clients.Profile(prof.Profile)
+	if err != nil {
+		ld.errorf(origin(all, "client", "profile"), "%q is not one of %v", prof.Profile, clients.ProfileNames())
+	} else {
+		for i, p := range clientPrims {
+			ld.decode(clientLayers[i], p, &c)
+		}
+		for _, e := range c.Validate() {
+			var fe *clients.FieldError
+			if errors.As(e, &fe) {
+				ld.errorf(origin(all, "client", fe.Key), "%s", fe.Msg)
+			}
+		}
+	}
+	return c
+}
+
+// storeReplica resolves a design's store and replica settings over the
+// scenario's layers and then the design's own, and validates them.
+func (ld *loader) storeReplica(d *Design, all, layers []*layer, sub []subs, dl *layer, ds designSubs) {
+	d.Store = topology.DefaultStore
+	d.Replica = topology.DefaultReplica
+	for i, l := range layers {
+		ld.storeModel(l, &d.Store)
+		if l.defined("store") {
+			ld.decode(l, sub[i].Store, &d.Store)
+		}
+		if l.defined("replica") {
+			ld.decode(l, sub[i].Replica, &d.Replica)
+		}
+	}
+	if dl != nil {
+		ld.storeModel(dl, &d.Store)
+		if dl.defined("store") {
+			ld.decode(dl, ds.Store, &d.Store)
+		}
+		if dl.defined("replica") {
+			ld.decode(dl, ds.Replica, &d.Replica)
+		}
+	}
+	for _, e := range d.Store.Validate() {
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		ld.errorf(origin(all, "store", k), "%s", m)
+	}
+	for _, e := range d.Replica.Validate() {
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		ld.errorf(origin(all, "replica", k), "%s", m)
+	}
 }
 
 // validateServer checks what the design's server flavour can carry out.
