@@ -49,16 +49,30 @@ func (a *event) less(b *event) bool {
 // their window comes. Most events are scheduled seconds ahead (a call's last
 // event, a think time, a timeout), so the heap stays small and cache-resident
 // while a far insertion is an append.
+//
+// A far window is a list of blocks of events, taken from and
+// given back to a free list, so that the far tier stops allocating once it
+// has held its largest load: a window that grew by appending would leave
+// the slices it outgrew to the collector, which at a million clients was a
+// third of all the bytes a run allocated, and with them the heap's growth
+// (and peak RSS) up to twice what the run holds.
 type queue struct {
-	h    []event   // the heap of the current window
-	far  [][]event // far[w] holds the events of window w, for w > cur
-	cur  int64     // the current window: every event with at < (cur+1)·2^28 is in h
+	h    []event     // the heap of the current window
+	far  [][][]event // far[w] holds the events of window w, for w > cur, in blocks
+	cur  int64       // the current window: every event with at < (cur+1)·2^28 is in h
 	n    int
 	seq  uint32
-	free [][]event // emptied window slices, reused
+	free [][]event // emptied blocks, reused
 }
 
-const windowShift = 28
+const (
+	windowShift = 28
+	// a window's first block holds farBlockMin events and each next one
+	// twice the last, up to farBlock (48 KiB), so that a small run's
+	// windows stay small
+	farBlockMin = 64
+	farBlock    = 2048
+)
 
 func (q *queue) Len() int { return q.n }
 
@@ -70,24 +84,43 @@ func (q *queue) push(e event) {
 		for int64(len(q.far)) <= w {
 			q.far = append(q.far, nil)
 		}
-		if q.far[w] == nil && len(q.free) > 0 {
-			q.far[w] = q.free[len(q.free)-1][:0]
-			q.free = q.free[:len(q.free)-1]
+		bs := q.far[w]
+		if n := len(bs); n == 0 || len(bs[n-1]) == cap(bs[n-1]) {
+			want := farBlockMin
+			if n > 0 {
+				want = min(2*cap(bs[n-1]), farBlock)
+			}
+			bs = append(bs, q.block(want))
+			q.far[w] = bs
 		}
-		q.far[w] = append(q.far[w], e)
+		last := &bs[len(bs)-1]
+		*last = append(*last, e)
 		return
 	}
 	q.heapPush(e)
+}
+
+// block is an empty far block: from the free list when it has one,
+// whatever its size, else a new one of want events.
+func (q *queue) block(want int) []event {
+	if n := len(q.free); n > 0 {
+		b := q.free[n-1]
+		q.free = q.free[:n-1]
+		return b
+	}
+	return make([]event, 0, want)
 }
 
 func (q *queue) pop() event {
 	for len(q.h) == 0 {
 		q.cur++
 		if q.cur < int64(len(q.far)) && q.far[q.cur] != nil {
-			for _, e := range q.far[q.cur] {
-				q.heapPush(e)
+			for _, b := range q.far[q.cur] {
+				for _, e := range b {
+					q.heapPush(e)
+				}
+				q.free = append(q.free, b[:0])
 			}
-			q.free = append(q.free, q.far[q.cur])
 			q.far[q.cur] = nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/protocol"
@@ -112,6 +113,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 			}
 			e.timedRun(opts.cpuClock)
 			done[i] = designDone{row: row(d, e, r.Faults, steadyS), audit: e.audit, stats: e.stats, or: e.or}
+			size := e.stateBytes()
+			e = nil
+			release(size)
 		}()
 	}
 	wg.Wait()
@@ -228,6 +232,30 @@ func (e *engine) timedRun(cpu bool) {
 	e.stats.Busy = time.Since(start)
 	if cpu1, ok1 := threadCPU(); ok && ok1 {
 		e.stats.CPU = cpu1 - cpu0
+	}
+}
+
+// stateBytes is about what e's clients, attempts and queue take.
+func (e *engine) stateBytes() int64 {
+	return int64(len(e.clients))*int64(unsafe.Sizeof(client{})) +
+		int64(cap(e.attempts))*int64(unsafe.Sizeof(attempt{})) +
+		int64(cap(e.q.h))*int64(unsafe.Sizeof(event{}))
+}
+
+// releaseBytes is the size of a finished design's state from which its
+// memory is collected at once: a run that large would otherwise start its
+// next design on fresh pages while the finished one's wait for a collection
+// that the heap's growth (GOGC: up to twice the live heap) puts off, and its
+// peak RSS would approach twice what it holds (make bench-1m measures it).
+// Below it the peak is small, and a collection per design is not worth its
+// time to a plan sweep's thousands of small runs.
+const releaseBytes = 64 << 20
+
+// release collects a finished design's memory, once it is no longer
+// referenced, if it held at least releaseBytes.
+func release(size int64) {
+	if size >= releaseBytes {
+		runtime.GC()
 	}
 }
 
