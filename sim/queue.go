@@ -45,17 +45,17 @@ func (a *event) less(b *event) bool {
 // queue orders events by (at, seq); seq is the insertion order, so ties
 // break the same way on every run. It has two tiers: a 4-ary min-heap holds
 // the events of the current window of virtual time (2^28 ns, about a quarter
-// of a second), and later events wait unsorted in one slice per window until
+// of a second), and later events wait unsorted in one list per window until
 // their window comes. Most events are scheduled seconds ahead (a call's last
 // event, a think time, a timeout), so the heap stays small and cache-resident
 // while a far insertion is an append.
 //
-// A far window is a list of blocks of events, taken from and
-// given back to a free list, so that the far tier stops allocating once it
-// has held its largest load: a window that grew by appending would leave
-// the slices it outgrew to the collector, which at a million clients was a
-// third of all the bytes a run allocated, and with them the heap's growth
-// (and peak RSS) up to twice what the run holds.
+// A far window is a list of blocks of events, taken from and given back to
+// a free list, so that the far tier stops allocating once it has held its
+// largest load. A window that grew by appending left the slices it outgrew
+// to the collector: at 300,000 clients, 31% of the bytes a run allocated,
+// and with them the heap's growth (and peak RSS) toward twice what the run
+// holds.
 type queue struct {
 	h    []event     // the heap of the current window
 	far  [][][]event // far[w] holds the events of window w, for w > cur, in blocks

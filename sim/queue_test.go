@@ -30,6 +30,34 @@ func TestQueueOrder(t *testing.T) {
 	}
 }
 
+// The same with time moving on, as in a run: events at up to 3.3 s past the
+// last one popped, so that far windows keep opening, grow past one block and
+// hand their blocks back for later windows to reuse.
+func TestQueueOrderAdvancing(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	var q queue
+	ref := &intHeap{}
+	var now int64 // in units of 2^24 ns
+	for i := 0; i < 600000; i++ {
+		if q.Len() > 0 && rng.IntN(2) == 0 {
+			got := q.pop()
+			want := heap.Pop(ref).(int64)
+			if got.at != want>>20<<24 || int64(got.seq) != want&(1<<20-1) {
+				t.Fatalf("pop %d: got (%d,%d), want (%d,%d)", i, got.at, got.seq, want>>20<<24, want&(1<<20-1))
+			}
+			now = got.at >> 24
+			continue
+		}
+		at := (now + rng.Int64N(200)) << 24
+		heap.Push(ref, (at>>24)<<20|int64(q.seq))
+		q.push(event{at: at})
+	}
+	if len(q.free) == 0 {
+		t.Fatal("no far block was handed back: the test did not reach the reuse")
+	}
+}
+
 // appendOps' O(1) path for whole steps counts exactly what the per-step
 // loop counts.
 func TestAppendOpsExact(t *testing.T) {
