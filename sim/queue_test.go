@@ -17,17 +17,25 @@ func TestQueueOrder(t *testing.T) {
 	ref := &intHeap{}
 	for i := 0; i < 200000; i++ {
 		if q.Len() > 0 && rng.IntN(3) == 0 {
-			got := q.pop()
-			want := heap.Pop(ref).(int64)
-			if got.at != want>>20<<24 || int64(got.seq) != want&(1<<20-1) {
-				t.Fatalf("pop %d: got (%d,%d), want (%d,%d)", i, got.at, got.seq, want>>20<<24, want&(1<<20-1))
-			}
+			popMatches(t, &q, ref, i)
 			continue
 		}
 		at := rng.Int64N(50) << 24 // many ties, spread over many windows
 		heap.Push(ref, (at>>24)<<20|int64(q.seq))
 		q.push(event{at: at})
 	}
+}
+
+// popMatches pops q and ref, whose entries are at>>24<<20 | seq, and fails
+// the test at operation i if they disagree.
+func popMatches(t *testing.T, q *queue, ref *intHeap, i int) event {
+	t.Helper()
+	got := q.pop()
+	want := heap.Pop(ref).(int64)
+	if got.at != want>>20<<24 || int64(got.seq) != want&(1<<20-1) {
+		t.Fatalf("pop %d: got (%d,%d), want (%d,%d)", i, got.at, got.seq, want>>20<<24, want&(1<<20-1))
+	}
+	return got
 }
 
 // The same with time moving on, as in a run: events at up to 3.3 s past the
@@ -41,12 +49,7 @@ func TestQueueOrderAdvancing(t *testing.T) {
 	var now int64 // in units of 2^24 ns
 	for i := 0; i < 600000; i++ {
 		if q.Len() > 0 && rng.IntN(2) == 0 {
-			got := q.pop()
-			want := heap.Pop(ref).(int64)
-			if got.at != want>>20<<24 || int64(got.seq) != want&(1<<20-1) {
-				t.Fatalf("pop %d: got (%d,%d), want (%d,%d)", i, got.at, got.seq, want>>20<<24, want&(1<<20-1))
-			}
-			now = got.at >> 24
+			now = popMatches(t, &q, ref, i).at >> 24
 			continue
 		}
 		at := (now + rng.Int64N(200)) << 24
