@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"image/png"
 	"math"
 	"slices"
 	"strconv"
@@ -52,28 +53,31 @@ func textStyle(size vg.Length, c color.Color) text.Style {
 
 // encode draws a chart and encodes it as "png" or "svg".
 func encode(ch Chart, format string) ([]byte, error) {
-	var w vg.CanvasWriterTo
+	var b bytes.Buffer
 	switch format {
 	case "png":
 		c := vgimg.NewWith(vgimg.UseWH(canvasW, canvasH), vgimg.UseDPI(dpi))
 		drawChart(draw.New(c), ch)
-		w = vgimg.PngCanvas{Canvas: c}
+		if err := pngFast.Encode(&b, c.Image()); err != nil {
+			return nil, fmt.Errorf("plots: %s.png: %w", ch.Name, err)
+		}
+		return b.Bytes(), nil
 	case "svg":
 		c := vgsvg.New(canvasW, canvasH)
 		drawChart(draw.New(c), ch)
-		w = c
+		if _, err := c.WriteTo(&b); err != nil {
+			return nil, fmt.Errorf("plots: %s.svg: %w", ch.Name, err)
+		}
+		return svgPixels(b.Bytes()), nil
 	default:
 		return nil, fmt.Errorf("plots: unknown format %q", format)
 	}
-	var b bytes.Buffer
-	if _, err := w.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("plots: %s.%s: %w", ch.Name, format, err)
-	}
-	if format == "svg" {
-		return svgPixels(b.Bytes()), nil
-	}
-	return b.Bytes(), nil
 }
+
+// pngFast encodes the charts at zlib's fastest level: on the charts of the
+// plots tests' fixture it took 58% of the default level's time for 4% more
+// bytes (flat colours compress well at any level).
+var pngFast = &png.Encoder{CompressionLevel: png.BestSpeed}
 
 // svgPixels states the SVG size in pixels rather than points; the viewBox
 // keeps the drawing in points, so only the declared size changes.
