@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/stormsim/stormsim/report"
 )
@@ -141,6 +143,34 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := Render(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPNGLevel encodes one drawn chart of the fixture at zlib's
+// default level and at the fastest one (pngFast's), and reports the bytes
+// of each: the time and size that choice trades.
+func BenchmarkPNGLevel(b *testing.B) {
+	cs, err := Charts(fixture(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := vgimg.NewWith(vgimg.UseWH(canvasW, canvasH), vgimg.UseDPI(dpi))
+	drawChart(draw.New(c), cs[0])
+	img := c.Image()
+	for _, lv := range []struct {
+		name string
+		enc  *png.Encoder
+	}{{"default", &png.Encoder{}}, {"fastest", pngFast}} {
+		b.Run(lv.name, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				buf.Reset()
+				if err := lv.enc.Encode(&buf, img); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(buf.Len()), "bytes")
+		})
 	}
 }
 

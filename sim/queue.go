@@ -53,9 +53,9 @@ func (a *event) less(b *event) bool {
 // A far window is a list of blocks of events, taken from and given back to
 // a free list, so that the far tier stops allocating once it has held its
 // largest load. A window that grew by appending left the slices it outgrew
-// to the collector: at 300,000 clients, 31% of the bytes a run allocated,
-// and with them the heap's growth (and peak RSS) toward twice what the run
-// holds.
+// to the collector, the largest share of what a large run allocated, and
+// with them the heap's growth (and peak RSS) toward twice what the run
+// holds (make bench-1m measures the peak RSS per client).
 type queue struct {
 	h    []event     // the heap of the current window
 	far  [][][]event // far[w] holds the events of window w, for w > cur, in blocks

@@ -49,8 +49,6 @@ func (r *byteLines) line() (string, error) {
 	}
 }
 
-// lines splits in with next until an error, as "line|" entries ending in
-// the error.
 // copied adapts the reader's line, whose bytes are valid until the next
 // call, to lines: each line is copied before the next is read.
 func copied(line func() ([]byte, error)) func() (string, error) {
@@ -60,6 +58,8 @@ func copied(line func() ([]byte, error)) func() (string, error) {
 	}
 }
 
+// lines splits in with next until an error, as "line|" entries ending in
+// the error.
 func lines(next func() (string, error)) []string {
 	var out []string
 	for range 10000 {
