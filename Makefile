@@ -30,8 +30,12 @@ image: ## build the container image IMAGE (default stormsim:dev) with docker bui
 
 # make node: the official MCP TypeScript SDK (node/package.json pins 1.32.2, node/package-lock.json
 # the rest), installed by npm ci into node/node_modules, for server = "ts-sdk" and client.impl = "ts-sdk".
-node: ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/ (needs Node.js 20 and npm)
+# Like conformance-deps, it installs again only when the package files change.
+node: node/node_modules/.installed ## install the MCP TypeScript SDK for the ts-sdk flavours: npm ci in node/ (needs Node.js 20 and npm)
+
+node/node_modules/.installed: node/package.json node/package-lock.json
 	cd node && npm ci --no-audit --no-fund
+	touch $@
 
 # make conformance-deps: the official MCP conformance suite (conformance/package.json pins
 # @modelcontextprotocol/conformance 0.1.16, and the npm package node 22.23.3, whose install fetches
@@ -109,8 +113,9 @@ interop: build node ## the real-client × real-server matrix: results/interop/ma
 calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and write calibrated/redis.toml, the store model scenarios include with store_model
 	$(MEASURE) calibrate -- ./$(BIN) calibrate $(if $(REDIS),--redis $(REDIS),--private-redis) $(ARGS)
 
-# make test: lint first, beside the two npm installs (make -j3: the installs wait on the network,
-# vet on the CPU); then every live/ test under the race detector (real processes, sockets
+# make test: the two npm installs first (make -j2; each runs only when its package files changed),
+# then lint: go vet ./... walks every folder, and an npm ci beside it once failed the walk on a
+# node_modules folder npm had just removed; then every live/ test under the race detector (real processes, sockets
 # and timers: they run once, raced) in the background, while the rest runs beside it at a lower
 # CPU priority: every package outside live/, then the race detector on the concurrent ones. The
 # live tests mostly wait on real time, and the priority keeps the CPU-bound simulator tests from
@@ -152,7 +157,8 @@ RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEver
 LIVE_FIRST := ./live/runner/ ./examples/ci/ ./live/interop/ ./live/topo/ ./live/distributed/
 REST_FIRST := ./cli/ ./sim/ ./internal/doccheck/ ./plots/
 test: ## lint, then every test, with the race detector on the concurrent and live packages (under 8 minutes on 2 cores: make test-time)
-	@$(MAKE) --no-print-directory -j3 lint node conformance-deps
+	@$(MAKE) --no-print-directory -j2 node conformance-deps
+	@$(MAKE) --no-print-directory lint
 	@failed=0; \
 	stage() { echo "--- $$*"; "$$@" || { failed=$$((failed + 1)); echo "--- FAILED: $$*"; }; }; \
 	live="$(GO) test -count=1 -race -timeout 30m -skip $(LONG_TESTS) $(LIVE_FIRST) ./live/..."; \
