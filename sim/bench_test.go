@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -193,6 +194,8 @@ type childRun struct {
 	wall          time.Duration
 	rss           int64 // peak resident set, bytes
 	queue, stream int64 // queue events and stream events, over the designs
+	pending       int64 // the mean of events pending in a design's queue, per queue event
+	busyNs        int64 // the engines' loop time, summed over the designs
 }
 
 // BenchmarkMillion runs deploy-restart with all six designs at 100,000 and
@@ -219,7 +222,62 @@ func BenchmarkMillion(b *testing.B) {
 			b.ReportMetric(float64(r.run.rss)/(1<<20), "peak-rss-MiB-"+r.name)
 			b.ReportMetric(float64(r.run.rss)/r.n, "rss-bytes/client-"+r.name)
 		}
+		reportFloors(b, small, big)
 	}
+}
+
+// reportFloors measures, in this process after both runs, two bare loops
+// at each run's size, and reports what the 1M run's wall time over the
+// 100k run's would be if each queue event cost only that loop:
+//   - heap-floor-1m/100k: a container/heap pop+push at the run's mean
+//     pending count (the denominator of cost/heap-op), times the queue
+//     events;
+//   - touch-floor-1m/100k: one read-modify-write of a word in a random
+//     record of as many client-sized records as the run has clients
+//     (one touch of the client an event is for), times the queue events.
+//
+// A floor above 10 says the loop alone costs more per event at 1M than
+// at 100k. The engine's own loop time per queue event over the heap op
+// at each size is cost/heap-op-100k and -1m.
+func reportFloors(b *testing.B, small, big childRun) {
+	hs, _ := bareHeapNs(int(small.pending))
+	hb, _ := bareHeapNs(int(big.pending))
+	ts, tb := bareTouchNs(100_000), bareTouchNs(1_000_000)
+	qs, qb := float64(small.queue), float64(big.queue)
+	b.ReportMetric(hs, "heap-ns-100k")
+	b.ReportMetric(hb, "heap-ns-1m")
+	b.ReportMetric(qb*hb/(qs*hs), "heap-floor-1m/100k")
+	b.ReportMetric(ts, "touch-ns-100k")
+	b.ReportMetric(tb, "touch-ns-1m")
+	b.ReportMetric(qb*tb/(qs*ts), "touch-floor-1m/100k")
+	b.ReportMetric(float64(small.busyNs)/qs/hs, "cost/heap-op-100k")
+	b.ReportMetric(float64(big.busyNs)/qb/hb, "cost/heap-op-1m")
+}
+
+// bareTouchNs is the median cost in ns of one read-modify-write of a word
+// in a random one of n records the size of the engine's client, over five
+// measurements.
+func bareTouchNs(n int) float64 {
+	type record struct {
+		hot  uint64
+		rest [unsafe.Sizeof(client{}) - 8]byte
+	}
+	recs := make([]record, n)
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range recs { // fault every page in before timing
+		recs[i].hot = rng.Uint64()
+	}
+	const ops = 10_000_000
+	var ws []float64
+	for range 5 {
+		start := time.Now()
+		for range ops {
+			recs[rng.IntN(n)].hot++
+		}
+		ws = append(ws, float64(time.Since(start).Nanoseconds())/ops)
+	}
+	slices.Sort(ws)
+	return ws[2]
 }
 
 func benchChild(b *testing.B, clients string) {
@@ -235,11 +293,13 @@ func benchChild(b *testing.B, clients string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var q, a int64
+	var q, a, pending int64
+	var busy time.Duration
 	for _, s := range out.Stats {
 		q, a = q+s.QueueEvents, a+s.ArithmeticEvents
+		pending, busy = pending+s.PendingSum, busy+s.Busy
 	}
-	fmt.Printf("counts %d %d\n", q, a)
+	fmt.Printf("counts %d %d %d %d\n", q, a, pending/max(q, 1), busy.Nanoseconds())
 }
 
 func benchChildRun(b *testing.B, n int) childRun {
@@ -255,7 +315,7 @@ func benchChildRun(b *testing.B, n int) childRun {
 	}
 	r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
 	for _, line := range strings.Split(string(out), "\n") {
-		if _, err := fmt.Sscanf(line, "counts %d %d", &r.queue, &r.stream); err == nil {
+		if _, err := fmt.Sscanf(line, "counts %d %d %d %d", &r.queue, &r.stream, &r.pending, &r.busyNs); err == nil {
 			return r
 		}
 	}

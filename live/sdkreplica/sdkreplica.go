@@ -239,7 +239,8 @@ func (e *EventStore) Append(ctx context.Context, session, stream string, data []
 	i := e.next[k]
 	e.next[k] = i + 1
 	e.mu.Unlock()
-	return e.ev.Append(ctx, session, stream, store.Event{Index: i, Data: data})
+	// A copy: the store keeps what it is given, and the SDK's buffer is its own.
+	return e.ev.Append(ctx, session, stream, store.Event{Index: i, Data: bytes.Clone(data)})
 }
 
 // After yields the stream's events after index, or mcp.ErrEventsPurged.

@@ -45,7 +45,7 @@ func (m *Memory) Append(_ context.Context, session, stream string, ev Event) err
 		s = &memStream{first: ev.Index}
 		ss[stream] = s
 	}
-	s.events = append(s.events, Event{Index: ev.Index, Data: append([]byte(nil), ev.Data...), Final: ev.Final})
+	s.events = append(s.events, ev) // kept as it is (Events.Append)
 	m.nBytes += int64(len(ev.Data)) + m.overhead
 	for m.maxBytes > 0 && m.nBytes > m.maxBytes {
 		if !m.purgeRound() {

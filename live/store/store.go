@@ -44,7 +44,8 @@ type Event struct {
 // for concurrent use.
 type Events interface {
 	// Append stores the event with index (0 is the priming event) as the
-	// next of (session, stream). Indices must increase by one.
+	// next of (session, stream). Indices must increase by one. The store
+	// may keep ev.Data as it is: the caller does not change it afterwards.
 	Append(ctx context.Context, session, stream string, ev Event) error
 	// After returns every stored event of (session, stream) with an index
 	// above after, in order, or ErrPurged if any of them is missing.
