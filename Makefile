@@ -144,14 +144,16 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # instead of 404), while 3 runs of it alone passed. TestTSServer (live-smoke on ts-memory-sticky,
 # about 45 s) is one too: on a fresh clone beside the other stages its Node replica came back so
 # late after the hard kill that 4 calls, not the 10 it needs, began before the client drop (1 run
-# of 6 that day); alone it passed.
+# of 6 that day); alone it passed. TestConservation checks every shipped scenario as it ships;
+# TestConservationProfiles, the same identities with every scenario run again at each of the four
+# client profiles (104 runs, about 30 CPU-s), is a LONG_TEST.
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 120 s, mostly waiting on real time), in the live stage beside the live
 # packages: the stage outside live/ is the longer one (the CLI's and the simulator's CPU-bound tests).
 # The deploy/ module (make test-deploy: the Kubernetes manifests) is one more stage, about 5 s.
 # Its budget is 8 minutes on a 2-core machine (make test-time writes what it took to docs/measurements.md); the tests that do not fit (long real-time runs,
 # sweeps over seeds) are LONG_TESTS, which make test-long runs.
-LONG_TESTS := ^(TestGoSDKFlavours|TestTSServer|TestListenLive|TestGoSDK2026Agree|TestConformanceServers|TestConformanceClients|TestConformance2026|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
+LONG_TESTS := ^(TestConservationProfiles|TestGoSDKFlavours|TestTSServer|TestListenLive|TestGoSDK2026Agree|TestConformanceServers|TestConformanceClients|TestConformance2026|TestShardsAgree|TestInteropFull|TestSDKClientsAgree|TestReconciliation|TestIsolationShippedServers|TestIsolationTSSharedStore|TestSignalWhileJudging|TestFiveCallsAgreement|TestFiveCallsTSSDKLive|TestTSClients|TestLiveSmoke|TestAgreementBites|TestThresholdsAtEverySeed|TestOrderingsAsDocumented|TestSaturationQuiet|TestSaturationCPUBurn|TestHostileLong|TestFluidGrid|TestThresholdsAtFewSeeds)$$
 RACED := ^(TestRunParallel|TestDesignSubsetUnknown|TestRunCancelled|TestHelpEverywhere|TestBadArguments|TestRunWritesAtomically|TestPlotRun|TestPlotOverlay|TestPlotHelp|TestPlotBadInput|TestValidateAndList|TestPlanJobsSameBytes|TestRunJobsDeterministic)$$
 # go test builds and runs the packages in the order it is given them (two at a time on 2 cores), so
 # the longest go first and the short ones fill in beside them: LIVE_FIRST in the live stage (the

@@ -11,43 +11,57 @@ import (
 	"github.com/stormsim/stormsim/scenario"
 )
 
-// Conservation holds for every design of every shipped scenario. It is an
-// identity of the engine (lost and pending are E minus what the same call
-// delivered), kept as a sanity assertion; TestOracle is the check of the
-// counts themselves.
+// Conservation holds for every design of every shipped scenario, as it
+// ships (the runs other tests share). It is an identity of the engine (lost
+// and pending are E minus what the same call delivered), kept as a sanity
+// assertion; TestOracle is the check of the counts themselves.
 func TestConservation(t *testing.T) {
 	t.Parallel()
 	for _, name := range shippedNames(t) {
+		conserves(t, name, shared(t, load(t, name)))
+	}
+}
+
+// TestConservationProfiles is TestConservation with every shipped scenario
+// run again at each client profile: 104 runs, in make test-long.
+func TestConservationProfiles(t *testing.T) {
+	t.Parallel()
+	for _, name := range shippedNames(t) {
 		for _, profile := range []string{"compliant", "go-sdk", "ts-sdk", "stuck"} {
-			out := shared(t, load(t, name, "client.profile="+profile))
-			for _, d := range out.Report.Designs {
-				tt := d.Totals
-				where := name + "/" + profile + "/" + d.Name
-				if tt.EventsExpected == 0 || tt.EventsDelivered == 0 {
-					t.Errorf("%s: expected %d delivered %d: nothing ran", where, tt.EventsExpected, tt.EventsDelivered)
-				}
-				if got := tt.EventsDelivered + tt.EventsLost + tt.EventsPending; got != tt.EventsExpected {
-					t.Errorf("%s: delivered %d + lost %d + pending %d = %d, want expected %d",
-						where, tt.EventsDelivered, tt.EventsLost, tt.EventsPending, got, tt.EventsExpected)
-				}
-				if got := tt.LostByCause.Sum(); got != tt.EventsLost {
-					t.Errorf("%s: lost by cause sums to %d, want %d", where, got, tt.EventsLost)
-				}
-				if got := tt.CallsCompleted + tt.CallsFailed + tt.CallsPending; got != tt.Calls {
-					t.Errorf("%s: completed %d + failed %d + pending %d = %d, want calls %d",
-						where, tt.CallsCompleted, tt.CallsFailed, tt.CallsPending, got, tt.Calls)
-				}
-				var lost int64
-				for _, v := range d.Series.EventsLost {
-					lost += v
-				}
-				if lost != tt.EventsLost {
-					t.Errorf("%s: series events_lost sums to %d, totals say %d", where, lost, tt.EventsLost)
-				}
-				if tt.EventsReplayed > 0 && tt.Resumes == 0 {
-					t.Errorf("%s: %d events replayed without a resume", where, tt.EventsReplayed)
-				}
-			}
+			conserves(t, name+"/"+profile, shared(t, load(t, name, "client.profile="+profile)))
+		}
+	}
+}
+
+// conserves checks the identities of conservation on every design of out.
+func conserves(t *testing.T, name string, out *Output) {
+	t.Helper()
+	for _, d := range out.Report.Designs {
+		tt := d.Totals
+		where := name + "/" + d.Name
+		if tt.EventsExpected == 0 || tt.EventsDelivered == 0 {
+			t.Errorf("%s: expected %d delivered %d: nothing ran", where, tt.EventsExpected, tt.EventsDelivered)
+		}
+		if got := tt.EventsDelivered + tt.EventsLost + tt.EventsPending; got != tt.EventsExpected {
+			t.Errorf("%s: delivered %d + lost %d + pending %d = %d, want expected %d",
+				where, tt.EventsDelivered, tt.EventsLost, tt.EventsPending, got, tt.EventsExpected)
+		}
+		if got := tt.LostByCause.Sum(); got != tt.EventsLost {
+			t.Errorf("%s: lost by cause sums to %d, want %d", where, got, tt.EventsLost)
+		}
+		if got := tt.CallsCompleted + tt.CallsFailed + tt.CallsPending; got != tt.Calls {
+			t.Errorf("%s: completed %d + failed %d + pending %d = %d, want calls %d",
+				where, tt.CallsCompleted, tt.CallsFailed, tt.CallsPending, got, tt.Calls)
+		}
+		var lost int64
+		for _, v := range d.Series.EventsLost {
+			lost += v
+		}
+		if lost != tt.EventsLost {
+			t.Errorf("%s: series events_lost sums to %d, totals say %d", where, lost, tt.EventsLost)
+		}
+		if tt.EventsReplayed > 0 && tt.Resumes == 0 {
+			t.Errorf("%s: %d events replayed without a resume", where, tt.EventsReplayed)
 		}
 	}
 }
