@@ -146,7 +146,7 @@ calibrate: build ## measure a Redis (a private redis-server, or REDIS=URL) and w
 # late after the hard kill that 4 calls, not the 10 it needs, began before the client drop (1 run
 # of 6 that day); alone it passed. TestConservation checks every shipped scenario as it ships;
 # TestConservationProfiles, the same identities with every scenario run again at each of the four
-# client profiles (104 runs, about 30 CPU-s), is a LONG_TEST.
+# client profiles (104 runs), is a LONG_TEST.
 # examples/ci's TestStormScript runs the own-server CI script (examples/ci/storm.sh) live, four
 # short seeds (about 120 s, mostly waiting on real time), in the live stage beside the live
 # packages: the stage outside live/ is the longer one (the CLI's and the simulator's CPU-bound tests).
