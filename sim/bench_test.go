@@ -234,7 +234,9 @@ func BenchmarkMillion(b *testing.B) {
 //     events;
 //   - touch-floor-1m/100k: one read-modify-write of a word in a random
 //     record of as many client-sized records as the run has clients
-//     (one touch of the client an event is for), times the queue events.
+//     (one touch of the client an event is for), times the queue events;
+//     the records advised as the engine advises its clients (adviseHuge),
+//     and once more at 1M on 4 KiB pages (touch-ns-1m-4k-pages).
 //
 // A floor above 10 says the loop alone costs more per event at 1M than
 // at 100k. The engine's own loop time per queue event over the heap op
@@ -242,7 +244,8 @@ func BenchmarkMillion(b *testing.B) {
 func reportFloors(b *testing.B, small, big childRun) {
 	hs, _ := bareHeapNs(int(small.pending))
 	hb, _ := bareHeapNs(int(big.pending))
-	ts, tb := bareTouchNs(100_000), bareTouchNs(1_000_000)
+	ts, tb := bareTouchNs(100_000, true), bareTouchNs(1_000_000, true)
+	tb4k := bareTouchNs(1_000_000, false)
 	qs, qb := float64(small.queue), float64(big.queue)
 	b.ReportMetric(hs, "heap-ns-100k")
 	b.ReportMetric(hb, "heap-ns-1m")
@@ -250,6 +253,7 @@ func reportFloors(b *testing.B, small, big childRun) {
 	b.ReportMetric(ts, "touch-ns-100k")
 	b.ReportMetric(tb, "touch-ns-1m")
 	b.ReportMetric(qb*tb/(qs*ts), "touch-floor-1m/100k")
+	b.ReportMetric(tb4k, "touch-ns-1m-4k-pages")
 	b.ReportMetric(float64(small.busyNs)/qs/hs, "cost/heap-op-100k")
 	b.ReportMetric(float64(big.busyNs)/qb/hb, "cost/heap-op-1m")
 }
@@ -257,13 +261,18 @@ func reportFloors(b *testing.B, small, big childRun) {
 // bareTouchNs is the median cost in ns of one read-modify-write of a word
 // in a random one of n records the size of the engine's client, the draw of
 // its index included (the same at both sizes, so it lowers the floor's
-// ratio), over five measurements.
-func bareTouchNs(n int) float64 {
+// ratio), over five measurements. With huge, the records' pages are advised
+// as the engine advises its clients' (adviseHuge); without, they are the
+// kernel's default 4 KiB pages, for the difference the advice makes.
+func bareTouchNs(n int, huge bool) float64 {
 	type record struct {
 		hot  uint64
 		rest [unsafe.Sizeof(client{}) - 8]byte
 	}
 	recs := make([]record, n)
+	if huge {
+		defer unadviseHuge(adviseHuge(recs))
+	}
 	rng := rand.New(rand.NewPCG(2, 2))
 	for i := range recs { // fault every page in before timing
 		recs[i].hot = rng.Uint64()
@@ -300,7 +309,29 @@ func benchChild(b *testing.B, clients string) {
 		q, a = q+s.QueueEvents, a+s.ArithmeticEvents
 		pending, busy = pending+s.PendingSum, busy+s.Busy
 	}
-	fmt.Printf("counts %d %d %d %d\n", q, a, pending/max(q, 1), busy.Nanoseconds())
+	fmt.Printf("counts %d %d %d %d %d\n", q, a, pending/max(q, 1), busy.Nanoseconds(), peakRSS())
+}
+
+// peakRSS is this process's own peak resident set in bytes (VmHWM in
+// /proc/self/status), -1 where there is none. The rusage a parent reads at
+// wait is no measure of a child's own: Linux carries into the child's
+// ru_maxrss the high-water mark of the address space it was exec'd from,
+// which for a child Go starts is the parent's (clone with CLONE_VM), so a
+// child smaller than the parent reported the parent's peak.
+func peakRSS() int64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(st)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
 }
 
 func benchChildRun(b *testing.B, n int) childRun {
@@ -314,9 +345,11 @@ func benchChildRun(b *testing.B, n int) childRun {
 	if err != nil {
 		b.Fatalf("the run at %d clients: %v\n%s", n, err, out)
 	}
-	r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
 	for _, line := range strings.Split(string(out), "\n") {
-		if _, err := fmt.Sscanf(line, "counts %d %d %d %d", &r.queue, &r.stream, &r.pending, &r.busyNs); err == nil {
+		if _, err := fmt.Sscanf(line, "counts %d %d %d %d %d", &r.queue, &r.stream, &r.pending, &r.busyNs, &r.rss); err == nil {
+			if r.rss < 0 { // no /proc: the rusage, which may be the parent's peak (peakRSS)
+				r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+			}
 			return r
 		}
 	}

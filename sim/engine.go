@@ -143,6 +143,7 @@ type engine struct {
 	rng       *rand.Rand
 	lb        topology.Policy
 	q         queue
+	huge      [][]byte // the ranges advised huge pages (adviseHuge), taken back at the end
 	now       int64
 
 	caps protocol.Caps // what the design's replicas do (era and axes)
@@ -346,6 +347,7 @@ func (e *engine) run() {
 	meanCall := float64(w.EventsMin+w.EventsMax) / 2 / w.EventRate
 	perClient := sc.Duration.Seconds()/(meanCall+w.Think.Seconds()+1) + 1
 	e.attempts = make([]attempt, 0, int(float64(len(e.arrivals))*perClient*1.2)+16)
+	e.huge = [][]byte{adviseHuge(e.clients), adviseHuge(e.attempts)}
 	e.q.h = make([]event, 0, 1<<14)
 	if len(e.arrivals) > 0 {
 		e.schedule(e.arrivals[0], evArrive, 0, 0) // each arrival queues the next

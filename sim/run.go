@@ -114,6 +114,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts *Options) (*Output, er
 			e.timedRun(opts.cpuClock)
 			done[i] = designDone{row: row(d, e, r.Faults, steadyS), audit: e.audit, stats: e.stats, or: e.or}
 			size := e.stateBytes()
+			for _, b := range e.huge {
+				unadviseHuge(b)
+			}
 			e = nil
 			release(size)
 		}()
