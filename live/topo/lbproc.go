@@ -41,7 +41,7 @@ func (t *Topology) startLB(ctx context.Context, ln net.Listener, policy string, 
 	token := hex.EncodeToString(tok)
 	cmd := exec.Command(t.opts.Bin, "lb", "--policy", policy, "--path", t.path(), "--listen", "fd:3", "--control", "fd:4")
 	cmd.ExtraFiles = files
-	cmd.Env = append(childEnv(t.sc.Replicas), lb.TokenEnv+"="+token)
+	cmd.Env = append(os.Environ(), lb.TokenEnv+"="+token)
 	if t.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}

@@ -274,7 +274,6 @@ func (t *Topology) startSlot(ctx context.Context, slot int) error {
 		args = append(args, "--socket", socket)
 	}
 	cmd := exec.Command(t.opts.Bin, args...)
-	cmd.Env = childEnv(t.sc.Replicas)
 	if t.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
