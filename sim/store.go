@@ -135,6 +135,10 @@ func (e *engine) appendOps(a *attempt) {
 		return
 	}
 	k := e.first()
+	if a.iv >= e.step {
+		e.appendOpsSparse(a, k)
+		return
+	}
 	n := len(e.series.StoreOps)
 	for k <= a.endN {
 		t := e.prodTime(a, k)
@@ -160,5 +164,27 @@ func (e *engine) appendOps(a *attempt) {
 		last := min(max(int32((bEnd-1-a.start)/a.iv), k), a.endN)
 		e.series.StoreOps[b] += int64(last - k + 1)
 		k = last + 1
+	}
+}
+
+// appendOpsSparse is appendOps from index k when a step holds at most one
+// of a's events (an interval of at least a step): each event is one append
+// in the step its time falls in, found by stepping from the last one
+// instead of by two divisions, the last step taking all that fall beyond
+// it, as bucket does. A 100 ms series of 5-a-second streams
+// (thundering-herd) spent a third of its run dividing here.
+func (e *engine) appendOpsSparse(a *attempt, k int32) {
+	ops := e.series.StoreOps
+	last := len(ops) - 1
+	t := e.prodTime(a, k)
+	b := e.bucket(t)
+	bEnd := int64(b+1) * e.step
+	for ; k <= a.endN; k++ {
+		for t >= bEnd && b < last {
+			b++
+			bEnd += e.step
+		}
+		ops[b]++
+		t += a.iv
 	}
 }
