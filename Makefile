@@ -212,9 +212,10 @@ BENCH_1M_COUNT ?= 3
 bench-1m: ## deploy-restart at 1,000,000 clients beside 100,000 (each a child process): wall times and ratio, events and peak RSS per client
 	$(MEASURE) -make bench-1m bench-1m -- $(GO) test -run '^$$' -bench BenchmarkMillion -benchtime 1x -count $(BENCH_1M_COUNT) -timeout 180m ./sim/
 
-bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event, Redis appends / redis-benchmark, calibrate's rates and latencies
+bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event beside a bare relay's, Redis appends / redis-benchmark, calibrate's rates and latencies
 	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/
 	$(MEASURE) -make bench-live bench-live-streams -- $(GO) test -run '^$$' -bench BenchmarkLiveStreams -benchtime 1x -timeout 30m ./live/runner/
+	$(MEASURE) -make bench-live bench-live-floor -- $(GO) test -run '^$$' -bench BenchmarkRelayFloor -benchtime 1x -timeout 10m ./live/runner/
 	$(MEASURE) -make bench-live bench-live-calibrate -- $(GO) test -run '^$$' -bench BenchmarkCalibrateRedis -benchtime 1x -count 3 ./calibrate/
 
 # make host-lateness: how late an ordinary live run (live-smoke as make live runs it) runs on this

@@ -81,6 +81,7 @@ var titles = map[string]string{
 	"bench-1m":             "make bench-1m: a million clients beside a hundred thousand",
 	"bench-live-store":     "make bench-live: Redis appends against redis-benchmark",
 	"bench-live-streams":   "make bench-live: streams held, storm absorption, CPU per event",
+	"bench-live-floor":     "make bench-live: the CPU per event of a bare relay in the same processes",
 	"bench-live-calibrate": "make bench-live: calibrate's Redis rates and latencies",
 	"agree":                "make agree: the simulator against the live engine",
 	"calibrate":            "make calibrate: the store model measured on a Redis",

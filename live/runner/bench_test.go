@@ -111,6 +111,7 @@ type levelResult struct {
 	n, calls, onTime int
 	delivered        int64
 	cpu              map[string]float64 // CPU seconds, by process (procRole)
+	kernel           float64            // the kernel's part of cpu's seconds (system time)
 	host             *report.Host
 	storm            [3]float64 // recovery p50, p99, max in seconds, with a storm
 	stormCut         int        // streams the storm cut
@@ -142,6 +143,7 @@ func (r levelResult) print() {
 	d := float64(max(r.delivered, 1))
 	fmt.Printf("CPU per delivered event at %d streams: %.1f µs, all processes together (%d events delivered)\n", r.n, r.cpuTotal()/d*1e6, r.delivered)
 	r.printSplit()
+	fmt.Printf("  %-14s %7.1f µs  (%.1f s; the kernel's part of the processes' time above)\n", "kernel", r.kernel/d*1e6, r.kernel)
 	if h := r.host; h != nil {
 		fmt.Printf("host at %d streams: %s; timers p99 %.1f ms (max %.1f), producers p99 %.1f ms (max %.1f), scheduler p99 %.1f ms; load generator %.2f of %d cores; load average %.2f\n",
 			r.n, h.Verdict, h.TimerLatenessMS.P99, h.TimerLatenessMS.Max, h.ProducerLatenessMS.P99, h.ProducerLatenessMS.Max,
@@ -160,6 +162,7 @@ func (r levelResult) printSplit() {
 func (r levelResult) reportMetrics(b *testing.B) {
 	d := float64(max(r.delivered, 1))
 	b.ReportMetric(r.cpuTotal()/d*1e6, "cpu-µs/event")
+	b.ReportMetric(r.kernel/d*1e6, "kernel-µs/event")
 	for _, k := range r.roles() {
 		b.ReportMetric(r.cpu[k]/d*1e6, "cpu-µs/event-"+strings.ReplaceAll(k, " ", ""))
 	}
@@ -195,7 +198,8 @@ func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 	}
 	time.Sleep(200 * time.Millisecond) // let the replicas be reaped
 	h := out.Histories["memory-sticky"]
-	r := levelResult{n: n, calls: len(h.Calls), cpu: cpu.stop(), host: out.Report.Host}
+	r := levelResult{n: n, calls: len(h.Calls), host: out.Report.Host}
+	r.cpu, r.kernel = cpu.stop()
 	r.delivered = out.Report.Design("memory-sticky").Totals.EventsDelivered
 	r.onTime = onTimeStreams(h)
 	if storm {

@@ -24,8 +24,8 @@ type cpuWatch struct {
 }
 
 type procCPU struct {
-	role string
-	sec  float64
+	role     string
+	sec, sys float64 // CPU seconds, and the kernel's part of them
 }
 
 // clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's CPU times.
@@ -55,7 +55,8 @@ func startCPUWatch() *cpuWatch {
 // sample reads every child's CPU time once.
 func (w *cpuWatch) sample() {
 	for _, pid := range ownChildren() {
-		ppid, sec, ok := statCPU(pid)
+		ppid, user, sys, ok := statCPU(pid)
+		sec := user + sys
 		if !ok || ppid != os.Getpid() {
 			continue
 		}
@@ -64,7 +65,7 @@ func (w *cpuWatch) sample() {
 		if !seen {
 			p.role = procRole(pid)
 		}
-		p.sec = max(p.sec, sec)
+		p.sec, p.sys = max(p.sec, sec), max(p.sys, sys)
 		w.last[pid] = p
 		w.mu.Unlock()
 	}
@@ -94,45 +95,49 @@ func ownChildren() []int {
 // stop ends the sampling and returns the CPU seconds by process: clients
 // (this process: the clients and the runner), lb, replica N, redis, and
 // unattributed, what the children used that the samples missed (their last
-// moments before they were killed).
-func (w *cpuWatch) stop() map[string]float64 {
+// moments before they were killed); and the kernel's part of the processes'
+// sampled seconds (system time).
+func (w *cpuWatch) stop() (map[string]float64, float64) {
 	close(w.done)
 	w.wg.Wait()
 	var self1, kids1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
 	out := map[string]float64{"clients": cpuSec(self1) - cpuSec(w.self0)}
+	kernel := sysSec(self1) - sysSec(w.self0)
 	var sampled float64
 	w.mu.Lock()
 	for _, p := range w.last {
 		out[p.role] += p.sec
 		sampled += p.sec
+		kernel += p.sys
 	}
 	w.mu.Unlock()
 	if rest := cpuSec(kids1) - cpuSec(w.kids0) - sampled; rest > 0 {
 		out["unattributed"] = rest
 	}
-	return out
+	return out, kernel
 }
 
-// statCPU reads a process's parent and CPU seconds (utime + stime).
-func statCPU(pid int) (ppid int, sec float64, ok bool) {
+// statCPU reads a process's parent and CPU seconds in user mode (utime)
+// and in the kernel (stime).
+func statCPU(pid int) (ppid int, user, sys float64, ok bool) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	end := bytes.LastIndexByte(data, ')')
 	if end < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := strings.Fields(string(data[end+1:])) // state, ppid, …; utime and stime are fields 14 and 15 of the line
 	if len(f) < 13 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	ppid, _ = strconv.Atoi(f[1])
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return ppid, (ut + st) / clockTicks, true
+	return ppid, ut / clockTicks, st / clockTicks, true
 }
 
 // procRole names a child by what it runs: lb, replica N, redis, or its
@@ -157,6 +162,7 @@ func procRole(pid int) string {
 	return filepath.Base(args[0])
 }
 
-func cpuSec(r syscall.Rusage) float64 {
-	return float64(r.Utime.Sec+r.Stime.Sec) + float64(r.Utime.Usec+r.Stime.Usec)/1e6
-}
+func cpuSec(r syscall.Rusage) float64 { return sysSec(r) + float64(r.Utime.Sec) + float64(r.Utime.Usec)/1e6 }
+
+// sysSec is the kernel's part of cpuSec.
+func sysSec(r syscall.Rusage) float64 { return float64(r.Stime.Sec) + float64(r.Stime.Usec)/1e6 }
