@@ -162,7 +162,9 @@ func procRole(pid int) string {
 	return filepath.Base(args[0])
 }
 
-func cpuSec(r syscall.Rusage) float64 { return sysSec(r) + float64(r.Utime.Sec) + float64(r.Utime.Usec)/1e6 }
+func cpuSec(r syscall.Rusage) float64 {
+	return sysSec(r) + float64(r.Utime.Sec) + float64(r.Utime.Usec)/1e6
+}
 
 // sysSec is the kernel's part of cpuSec.
 func sysSec(r syscall.Rusage) float64 { return float64(r.Stime.Sec) + float64(r.Stime.Usec)/1e6 }
