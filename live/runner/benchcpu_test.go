@@ -54,6 +54,7 @@ func startCPUWatch() *cpuWatch {
 
 // sample reads every child's CPU time once.
 func (w *cpuWatch) sample() {
+	self := filepath.Base(os.Args[0])
 	for _, pid := range ownChildren() {
 		ppid, user, sys, ok := statCPU(pid)
 		sec := user + sys
@@ -62,7 +63,9 @@ func (w *cpuWatch) sample() {
 		}
 		w.mu.Lock()
 		p, seen := w.last[pid]
-		if !seen {
+		if !seen || p.role == self {
+			// A child read between its fork and its exec still shows this
+			// binary's command line: it is named again at the next sample.
 			p.role = procRole(pid)
 		}
 		p.sec, p.sys = max(p.sec, sec), max(p.sys, sys)
