@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/live/replica"
 )
 
 // BenchmarkRelayFloor measures what the live engine's process layout
@@ -23,7 +25,8 @@ import (
 // to the LB over loopback TCP, the LB to the replicas over Unix sockets),
 // with every stream a bare byte relay. A replica writes one frame of
 // floorFrame bytes a second to each of its connections, from a goroutine
-// and a ticker of their own; the LB copies each upstream connection to its
+// and a ticker of their own, on the reference replica's grid
+// (replica.ProduceGrid); the LB copies each upstream connection to its
 // client through a buffer; a client reads and counts. No HTTP, no SSE
 // parsing, no store, no log, no history.
 //
@@ -222,7 +225,10 @@ func floorReplica(path string) error {
 		}
 		go func() {
 			defer c.Close()
+			// A random phase on the reference replica's grid, as its
+			// calls' events have.
 			time.Sleep(rand.N(time.Second))
+			time.Sleep(time.Until(time.Now().Truncate(replica.ProduceGrid).Add(replica.ProduceGrid)))
 			tick := time.NewTicker(time.Second)
 			for range tick.C {
 				if _, err := c.Write(frame); err != nil {
