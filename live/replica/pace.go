@@ -4,7 +4,7 @@ import "time"
 
 // ProduceGrid is the grid of the wall clock the reference replica produces
 // on: a call's event i is due at its start plus i intervals (the schedule
-// the simulator and the host check read, docs/domain.md), put off to the
+// the simulator and the host check read, docs/model.md), put off to the
 // next multiple of ProduceGrid since the Unix epoch. Events due within one
 // grid step of each other, across the calls of a replica and across the
 // replicas, then go out together: the replica, the LB and the clients wake

@@ -38,8 +38,9 @@ func TestPacerSlots(t *testing.T) {
 	}
 }
 
-// A real timer through the pacer keeps the call's rate: 5 events of 200 ms
-// in about 1 s, none before its schedule.
+// A real timer through the pacer never runs ahead of the call's schedule:
+// no event before its time, so 5 events of 200 ms take at least 1 s (a
+// loaded machine may make them later, never sooner).
 func TestPacerKeepsRate(t *testing.T) {
 	start := time.Now()
 	p := newPacer(start, 200*time.Millisecond)
@@ -52,7 +53,7 @@ func TestPacerKeepsRate(t *testing.T) {
 		}
 		p.after(now)
 	}
-	if took := time.Since(start); took < time.Second || took > 1500*time.Millisecond {
-		t.Fatalf("5 events of 200 ms took %v, want about 1 s", took)
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("5 events of 200 ms took %v, under their 1 s", took)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/live/child"
 	"github.com/stormsim/stormsim/live/replica"
 )
 
@@ -105,7 +106,7 @@ func floorRun(b *testing.B, n int, procs string) floorResult {
 			b.Fatal(err)
 		}
 		c.Stderr = os.Stderr
-		if err := c.Start(); err != nil {
+		if err := child.Start(c); err != nil { // dies with this process, however it ends
 			b.Fatal(err)
 		}
 		kids = append(kids, c)
