@@ -599,8 +599,8 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 	if s.cfg.Shared != nil && s.cfg.Sessions == topology.SessionsShared {
 		s.cfg.Shared.StartCall(ctx, c.session, c.stream, reqID, s.lease())
 	}
-	pace := newPacer(time.Now(), time.Duration(max(a.IntervalMS, 1))*time.Millisecond)
-	defer pace.stop()
+	pace := NewPacer(time.Now(), time.Duration(max(a.IntervalMS, 1))*time.Millisecond)
+	defer pace.Stop()
 	for i := 1; i <= a.Events; i++ {
 		select {
 		case <-ctx.Done():
@@ -613,8 +613,8 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 			}
 			s.countKilled(c, false)
 			return
-		case now := <-pace.t.C:
-			pace.after(now)
+		case now := <-pace.C():
+			pace.After(now)
 		}
 		var data []byte
 		switch {

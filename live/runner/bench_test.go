@@ -183,6 +183,7 @@ func (r levelResult) reportMetrics(b *testing.B) {
 // produced during the ramp, none after it, while 8,000 streams arriving
 // over 20 s had no late event at all. The level measures the streams held,
 // so the ramp is 20 s; the storm run measures a burst of connections.
+// The commit that set it gives the runs.
 const benchRamp = 20
 
 // benchRun runs one level: n clients arriving over benchRamp seconds, each

@@ -26,8 +26,8 @@ import (
 // to the LB over loopback TCP, the LB to the replicas over Unix sockets),
 // with every stream a bare byte relay. A replica writes one frame of
 // floorFrame bytes a second to each of its connections, from a goroutine
-// and a ticker of their own, on the reference replica's grid
-// (replica.ProduceGrid); the LB copies each upstream connection to its
+// of their own paced as the reference replica paces a call
+// (replica.Pacer, on its 5 ms grid); the LB copies each upstream connection to its
 // client through a buffer; a client reads and counts. No HTTP, no SSE
 // parsing, no store, no log, no history.
 //
@@ -51,16 +51,16 @@ func BenchmarkRelayFloor(b *testing.B) {
 		for _, n := range levels {
 			for _, procs := range []string{"", "1"} {
 				r := floorRun(b, n, procs)
-				name := "default"
+				label, metric := "default", "default"
 				if procs != "" {
-					name = "gomaxprocs" + procs
+					label, metric = procs, "gomaxprocs"+procs
 				}
 				fmt.Printf("relay floor at %d streams, children at GOMAXPROCS %s: %.1f µs per delivered event, all processes together (%d events in %.0f s, %.1f%% of those due)\n",
-					n, map[string]string{"": "default", "1": "1"}[procs], r.total(), r.events, floorWindow.Seconds(), 100*float64(r.events)/(float64(n)*floorWindow.Seconds()))
+					n, label, r.total(), r.events, floorWindow.Seconds(), 100*float64(r.events)/(float64(n)*floorWindow.Seconds()))
 				for _, k := range []string{"clients", "lb", "replicas", "kernel"} {
 					fmt.Printf("  %-14s %7.1f µs\n", k, r.cpu[k]/float64(max(r.events, 1))*1e6)
 				}
-				b.ReportMetric(r.total(), fmt.Sprintf("cpu-µs/event-%d-%s", n, name))
+				b.ReportMetric(r.total(), fmt.Sprintf("cpu-µs/event-%d-%s", n, metric))
 			}
 		}
 	}
@@ -226,15 +226,14 @@ func floorReplica(path string) error {
 		}
 		go func() {
 			defer c.Close()
-			// A random phase on the reference replica's grid, as its
-			// calls' events have.
-			time.Sleep(rand.N(time.Second))
-			time.Sleep(time.Until(time.Now().Truncate(replica.ProduceGrid).Add(replica.ProduceGrid)))
-			tick := time.NewTicker(time.Second)
-			for range tick.C {
+			// A random phase, on the reference replica's schedule and grid.
+			p := replica.NewPacer(time.Now().Add(rand.N(time.Second)-time.Second), time.Second)
+			defer p.Stop()
+			for now := range p.C() {
 				if _, err := c.Write(frame); err != nil {
 					return
 				}
+				p.After(now)
 			}
 		}()
 	}
