@@ -34,7 +34,12 @@ import (
 // process (this process: the clients and the runner; the LB; each replica;
 // Redis, when the design has one), read from /proc/PID/stat of every child
 // while it runs, and the host's lateness (the run's host block, its
-// saturation verdict included). STORMSIM_BENCH_EVENTS shortens the calls
+// saturation verdict included). Beside the whole run's figure it prints
+// the steady one: the CPU per event delivered while every stream was open,
+// from 2 s after the last arrival to 2 s before the first call ends, which
+// leaves out each stream's setup (a connection, an initialize, the
+// notification and the call) and the judging after the run, the part the
+// relay floor (BenchmarkRelayFloor) has no counterpart of. STORMSIM_BENCH_EVENTS shortens the calls
 // (at least 10 events) for a quick check; STORMSIM_BENCH_STORM=off skips
 // the storm run, for a measurement of one level (STORMSIM_BENCH_STREAMS=
 // N-1..N with a step of 1000 or more runs the level N-1 alone).
@@ -116,6 +121,7 @@ type levelResult struct {
 	cpu              map[string]float64 // CPU seconds, by process (procRole)
 	kernel           float64            // the kernel's part of cpu's seconds (system time)
 	host             *report.Host
+	steady           steadyCPU  // the window in which every stream was open
 	storm            [3]float64 // recovery p50, p99, max in seconds, with a storm
 	stormCut         int        // streams the storm cut
 }
@@ -147,6 +153,7 @@ func (r levelResult) print() {
 	fmt.Printf("CPU per delivered event at %d streams: %.1f µs, all processes together (%d events delivered)\n", r.n, r.cpuTotal()/d*1e6, r.delivered)
 	r.printSplit()
 	fmt.Printf("  %-14s %7.1f µs  (%.1f s; the kernel's part of the processes' time above)\n", "kernel", r.kernel/d*1e6, r.kernel)
+	r.steady.print(r.n)
 	if h := r.host; h != nil {
 		fmt.Printf("host at %d streams: %s; timers p99 %.1f ms (max %.1f), producers p99 %.1f ms (max %.1f), scheduler p99 %.1f ms; load generator %.2f of %d cores; load average %.2f\n",
 			r.n, h.Verdict, h.TimerLatenessMS.P99, h.TimerLatenessMS.Max, h.ProducerLatenessMS.P99, h.ProducerLatenessMS.Max,
@@ -168,6 +175,14 @@ func (r levelResult) reportMetrics(b *testing.B) {
 	b.ReportMetric(r.kernel/d*1e6, "kernel-µs/event")
 	for _, k := range r.roles() {
 		b.ReportMetric(r.cpu[k]/d*1e6, "cpu-µs/event-"+strings.ReplaceAll(k, " ", ""))
+	}
+	if st := r.steady; st.delivered > 0 {
+		sd := float64(st.delivered)
+		b.ReportMetric(st.total()/sd*1e6, "steady-cpu-µs/event")
+		b.ReportMetric(st.kernel/sd*1e6, "steady-kernel-µs/event")
+		for _, k := range st.roles() {
+			b.ReportMetric(st.cpu[k]/sd*1e6, "steady-cpu-µs/event-"+strings.ReplaceAll(k, " ", ""))
+		}
 	}
 	if h := r.host; h != nil {
 		b.ReportMetric(h.TimerLatenessMS.P99, "timer-p99-ms")
@@ -214,6 +229,7 @@ func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 	r := levelResult{n: n, calls: len(h.Calls), host: out.Report.Host}
 	r.cpu, r.kernel = cpu.stop()
 	r.delivered = out.Report.Design("memory-sticky").Totals.EventsDelivered
+	r.steady = steadyWindow(cpu, out.Started, h, events)
 	r.onTime, r.late, r.lastLate = onTimeStreams(h)
 	if storm {
 		r.storm, r.stormCut = stormRecovery(b, h, sc.Duration+sc.Drain)
@@ -227,6 +243,7 @@ func benchRun(b *testing.B, n, events int, storm bool) levelResult {
 			r.late, float64(r.lastLate)/1e9, benchRamp)
 	}
 	r.printSplit()
+	r.steady.print(n)
 	return r
 }
 

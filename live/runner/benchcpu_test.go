@@ -2,13 +2,17 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/stormsim/stormsim/history"
 )
 
 // cpuWatch samples the CPU time of this process's children while a
@@ -19,8 +23,17 @@ type cpuWatch struct {
 	done         chan struct{}
 	wg           sync.WaitGroup
 
-	mu   sync.Mutex
-	last map[int]procCPU // by pid
+	mu     sync.Mutex
+	last   map[int]procCPU // by pid
+	series []cpuSample     // every sample's totals, in time order
+}
+
+// cpuSample is the CPU seconds by process at one instant, from the watch's
+// start: what the window between two samples used is their difference.
+type cpuSample struct {
+	at     time.Time
+	cpu    map[string]float64
+	kernel float64
 }
 
 type procCPU struct {
@@ -72,6 +85,43 @@ func (w *cpuWatch) sample() {
 		w.last[pid] = p
 		w.mu.Unlock()
 	}
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	at := cpuSample{at: time.Now(), cpu: map[string]float64{"clients": cpuSec(ru) - cpuSec(w.self0)}, kernel: sysSec(ru) - sysSec(w.self0)}
+	w.mu.Lock()
+	for _, p := range w.last {
+		at.cpu[p.role] += p.sec
+		at.kernel += p.sys
+	}
+	w.series = append(w.series, at)
+	w.mu.Unlock()
+}
+
+// window returns the CPU seconds by process, and the kernel's part, between
+// the last sample at or before from and the first at or after to, with the
+// times of those two samples; ok is false when the samples do not span it.
+// Call it after stop.
+func (w *cpuWatch) window(from, to time.Time) (cpu map[string]float64, kernel float64, t0, t1 time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, j := -1, -1
+	for k, s := range w.series {
+		if !s.at.After(from) {
+			i = k
+		}
+		if j < 0 && !s.at.Before(to) {
+			j = k
+		}
+	}
+	if i < 0 || j <= i {
+		return nil, 0, time.Time{}, time.Time{}, false
+	}
+	a, b := w.series[i], w.series[j]
+	cpu = map[string]float64{}
+	for k, v := range b.cpu {
+		cpu[k] = v - a.cpu[k]
+	}
+	return cpu, b.kernel - a.kernel, a.at, b.at, true
 }
 
 // ownChildren lists this process's children from /proc/self/task/*/children,
@@ -171,3 +221,67 @@ func cpuSec(r syscall.Rusage) float64 {
 
 // sysSec is the kernel's part of cpuSec.
 func sysSec(r syscall.Rusage) float64 { return float64(r.Stime.Sec) + float64(r.Stime.Usec)/1e6 }
+
+// steadyCPU is the CPU a level used while every one of its streams was
+// open: from 2 s after the last arrival to 2 s before the first call's
+// last event, the part of the run the relay floor's 20 s correspond to.
+// The whole-run figure also carries the arrivals (a connection, an
+// initialize and a call per stream), the calls' ends and the judging.
+type steadyCPU struct {
+	from, to  float64 // the window, s into the run (the samples' own times)
+	cpu       map[string]float64
+	kernel    float64
+	delivered int64 // events received in the window
+}
+
+// steadyWindow measures the steady window of a run that started at
+// started, its calls events long, from the watch's samples and the
+// receipts' times; zero when the calls are too short to have one.
+func steadyWindow(w *cpuWatch, started time.Time, h *history.History, events int) steadyCPU {
+	from, to := started.Add(time.Duration(benchRamp+2)*time.Second), started.Add(time.Duration(events-2)*time.Second)
+	if !to.After(from.Add(5 * time.Second)) {
+		return steadyCPU{}
+	}
+	cpu, kernel, t0, t1, ok := w.window(from, to)
+	if !ok {
+		return steadyCPU{}
+	}
+	st := steadyCPU{from: t0.Sub(started).Seconds(), to: t1.Sub(started).Seconds(), cpu: cpu, kernel: kernel}
+	lo, hi := int64(t0.Sub(started)), int64(t1.Sub(started))
+	for _, r := range h.Receipts {
+		if r.Index >= 1 && r.T > lo && r.T <= hi {
+			st.delivered++
+		}
+	}
+	return st
+}
+
+func (s steadyCPU) total() float64 {
+	var t float64
+	for _, v := range s.cpu {
+		t += v
+	}
+	return t
+}
+
+func (s steadyCPU) roles() []string {
+	var out []string
+	for k := range s.cpu {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// print prints the window's CPU per delivered event, split by process.
+func (s steadyCPU) print(n int) {
+	if s.delivered == 0 {
+		return
+	}
+	d := float64(s.delivered)
+	fmt.Printf("  steady, %.1f to %.1f s into the run, all %d streams open: %.1f µs per delivered event (%d events)\n", s.from, s.to, n, s.total()/d*1e6, s.delivered)
+	for _, k := range s.roles() {
+		fmt.Printf("    %-12s %7.1f µs\n", k, s.cpu[k]/d*1e6)
+	}
+	fmt.Printf("    %-12s %7.1f µs  (the kernel's part)\n", "kernel", s.kernel/d*1e6)
+}
