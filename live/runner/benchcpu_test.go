@@ -231,7 +231,18 @@ type steadyCPU struct {
 	from, to  float64 // the window, s into the run (the samples' own times)
 	cpu       map[string]float64
 	kernel    float64
-	delivered int64 // events received in the window
+	delivered int64      // events received in the window
+	phases    []cpuPhase // the whole run in three stretches, the window the middle one
+	streams   int
+}
+
+// cpuPhase is the CPU all processes used in one stretch of a run, and the
+// events received in it.
+type cpuPhase struct {
+	name      string
+	from, to  float64 // s into the run
+	cpu       float64
+	delivered int64
 }
 
 // steadyWindow measures the steady window of a run that started at
@@ -246,14 +257,56 @@ func steadyWindow(w *cpuWatch, started time.Time, h *history.History, events int
 	if !ok {
 		return steadyCPU{}
 	}
-	st := steadyCPU{from: t0.Sub(started).Seconds(), to: t1.Sub(started).Seconds(), cpu: cpu, kernel: kernel}
-	lo, hi := int64(t0.Sub(started)), int64(t1.Sub(started))
+	st := steadyCPU{from: t0.Sub(started).Seconds(), to: t1.Sub(started).Seconds(), cpu: cpu, kernel: kernel, streams: len(h.Calls)}
+	st.delivered = receivedIn(h, int64(t0.Sub(started)), int64(t1.Sub(started)))
+	st.phases = w.phases(started, h, []string{"arrivals", "steady", "ends"}, []time.Time{t0, t1})
+	return st
+}
+
+// receivedIn counts the events (not the priming ones) received in (lo, hi],
+// ns into the run.
+func receivedIn(h *history.History, lo, hi int64) int64 {
+	var n int64
 	for _, r := range h.Receipts {
 		if r.Index >= 1 && r.T > lo && r.T <= hi {
-			st.delivered++
+			n++
 		}
 	}
-	return st
+	return n
+}
+
+// phases splits the watch's samples at cuts (each rounded to the last
+// sample at or before it) into len(cuts)+1 stretches, from the first
+// sample to the last. Call it after stop.
+func (w *cpuWatch) phases(started time.Time, h *history.History, names []string, cuts []time.Time) []cpuPhase {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.series) < 2 {
+		return nil
+	}
+	idx := []int{0}
+	for _, c := range cuts {
+		i := idx[len(idx)-1]
+		for i+1 < len(w.series) && !w.series[i+1].at.After(c) {
+			i++
+		}
+		idx = append(idx, i)
+	}
+	idx = append(idx, len(w.series)-1)
+	total := func(s cpuSample) (t float64) {
+		for _, v := range s.cpu {
+			t += v
+		}
+		return t
+	}
+	var out []cpuPhase
+	for k := range names {
+		a, b := w.series[idx[k]], w.series[idx[k+1]]
+		p := cpuPhase{name: names[k], from: a.at.Sub(started).Seconds(), to: b.at.Sub(started).Seconds(), cpu: total(b) - total(a)}
+		p.delivered = receivedIn(h, int64(a.at.Sub(started)), int64(b.at.Sub(started)))
+		out = append(out, p)
+	}
+	return out
 }
 
 func (s steadyCPU) total() float64 {
@@ -284,4 +337,27 @@ func (s steadyCPU) print(n int) {
 		fmt.Printf("    %-12s %7.1f µs\n", k, s.cpu[k]/d*1e6)
 	}
 	fmt.Printf("    %-12s %7.1f µs  (the kernel's part)\n", "kernel", s.kernel/d*1e6)
+	s.printPhases()
+}
+
+// printPhases prints the run's CPU in its three stretches (the arrivals, the
+// window, and the calls' ends with the run's close) and, for each, what
+// it used beyond the steady window's CPU per event for the events it
+// carried, per stream: an estimate of what a stream's arrival, its end and
+// the work after the calls cost once, on the assumption that an event costs
+// the same in every stretch (fewer streams open batch fewer wake-ups, so
+// the events outside the window cost more and the estimate is high).
+func (s steadyCPU) printPhases() {
+	if len(s.phases) == 0 || s.streams == 0 {
+		return
+	}
+	per := s.total() / float64(s.delivered)
+	fmt.Printf("  by stretch of the run (CPU of all processes; beyond the steady rate per event, per stream):\n")
+	for _, p := range s.phases {
+		extra := "" // the window's own is zero by construction
+		if p.name != "steady" {
+			extra = fmt.Sprintf(", %+.2f ms per stream", (p.cpu-per*float64(p.delivered))/float64(s.streams)*1e3)
+		}
+		fmt.Printf("    %-9s %5.1f to %5.1f s: %6.1f s CPU, %8d events%s\n", p.name, p.from, p.to, p.cpu, p.delivered, extra)
+	}
 }
