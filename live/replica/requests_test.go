@@ -25,9 +25,10 @@ func requestServer(t *testing.T, rc topology.ReplicaConfig) (*RequestServer, str
 	return s, hs.URL
 }
 
-// send sends n attempts at once, each abandoned after timeout, and returns
-// their statuses (0: abandoned).
-func send(t *testing.T, url string, n int, timeout time.Duration) []int {
+// send sends n attempts, each abandoned after timeout, and returns their
+// statuses (0: abandoned). Each attempt is sent once s has seen the one
+// before it, so they reach the server in order however loaded the machine.
+func send(t *testing.T, s *RequestServer, url string, n int, timeout time.Duration) []int {
 	t.Helper()
 	out := make([]int, n)
 	var wg sync.WaitGroup
@@ -46,10 +47,15 @@ func send(t *testing.T, url string, n int, timeout time.Duration) []int {
 			resp.Body.Close()
 			out[i] = resp.StatusCode
 		}()
-		time.Sleep(5 * time.Millisecond) // in order
+		waitCounts(t, s, func(c RequestCounts) bool { return arrived(c) > int64(i) })
 	}
 	wg.Wait()
 	return out
+}
+
+// arrived is the number of attempts s has seen, admitted or refused.
+func arrived(c RequestCounts) int64 {
+	return c.Queued + c.RefusedQueue + c.RefusedAdmission + c.RefusedBudget
 }
 
 // waitCounts polls s until ok says its counts are done, or 5 s pass.
@@ -61,7 +67,7 @@ func waitCounts(t *testing.T, s *RequestServer, ok func(RequestCounts) bool) Req
 		if ok(c) || time.Now().After(deadline) {
 			return c
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -71,7 +77,7 @@ func waitCounts(t *testing.T, s *RequestServer, ok func(RequestCounts) bool) Req
 func TestRequestServerServesAbandoned(t *testing.T) {
 	t.Parallel()
 	s, url := requestServer(t, topology.ReplicaConfig{Workers: 1, ServiceTime: 100 * time.Millisecond})
-	got := send(t, url, 3, 50*time.Millisecond)
+	got := send(t, s, url, 3, 50*time.Millisecond)
 	for i, st := range got {
 		if st != 0 {
 			t.Errorf("attempt %d: status %d, want abandoned at 50 ms", i, st)
@@ -88,7 +94,7 @@ func TestRequestServerServesAbandoned(t *testing.T) {
 func TestRequestServerSheds(t *testing.T) {
 	t.Parallel()
 	s, url := requestServer(t, topology.ReplicaConfig{Workers: 1, ServiceTime: 100 * time.Millisecond, ShedAfter: 50 * time.Millisecond})
-	got := send(t, url, 3, 2*time.Second)
+	got := send(t, s, url, 3, 2*time.Second)
 	if got[0] != http.StatusOK || got[1] != http.StatusServiceUnavailable || got[2] != http.StatusServiceUnavailable {
 		t.Errorf("statuses %v: want 200, then 503 for the two shed", got)
 	}
@@ -104,7 +110,7 @@ func TestRequestServerOutage(t *testing.T) {
 	s, url := requestServer(t, topology.ReplicaConfig{Workers: 2, ServiceTime: 20 * time.Millisecond, RequestQueue: 2})
 	s.Apply(faults.Step{Kind: faults.StepWorkersFactor, Fraction: 0})
 	done := make(chan []int)
-	go func() { done <- send(t, url, 3, 5*time.Second) }()
+	go func() { done <- send(t, s, url, 3, 5*time.Second) }()
 	waitCounts(t, s, func(c RequestCounts) bool { return c.Queued == 2 && c.RefusedQueue == 1 })
 	time.Sleep(100 * time.Millisecond)
 	if c := s.Counts(); c.Served != 0 {
