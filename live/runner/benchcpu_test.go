@@ -76,9 +76,10 @@ func (w *cpuWatch) sample() {
 		}
 		w.mu.Lock()
 		p, seen := w.last[pid]
-		if !seen || p.role == self {
+		if !seen || p.role == self || p.role == "other" {
 			// A child read between its fork and its exec still shows this
-			// binary's command line: it is named again at the next sample.
+			// binary's command line, and one read during its exec an empty
+			// one: it is named again at the next sample.
 			p.role = procRole(pid)
 		}
 		p.sec, p.sys = max(p.sec, sec), max(p.sys, sys)
