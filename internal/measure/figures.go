@@ -101,27 +101,33 @@ func benchFigures(out []byte) (string, error) {
 		return m
 	}
 	var other []string
+	pending := "" // the benchmark whose output came between its name and its result
 	for line := range strings.Lines(string(out)) {
 		line = strings.TrimRight(line, "\n")
 		f := strings.Fields(line)
-		if len(f) >= 4 && strings.HasPrefix(f[0], "Benchmark") {
-			if _, err := strconv.Atoi(f[1]); err == nil {
-				bench := f[0]
-				if i := strings.LastIndex(bench, "-"); i > 0 {
-					if _, err := strconv.Atoi(bench[i+1:]); err == nil {
-						bench = bench[:i]
-					}
+		bench, res := "", f
+		switch {
+		case len(f) >= 4 && strings.HasPrefix(f[0], "Benchmark") && isInt(f[1]):
+			bench, res = benchName(f[0]), f[1:]
+		case len(f) >= 3 && pending != "" && isInt(f[0]) && f[2] == "ns/op":
+			// A benchmark that prints puts its name, its output, then its
+			// result on a line of its own.
+			bench = pending
+		case len(f) >= 2 && strings.HasPrefix(f[0], "Benchmark"):
+			pending = benchName(f[0])
+			line = strings.TrimSpace(strings.TrimPrefix(line, f[0]))
+		}
+		if bench != "" {
+			pending = ""
+			for i := 1; i+1 < len(res); i += 2 {
+				v, err := strconv.ParseFloat(res[i], 64)
+				if err != nil {
+					return "", fmt.Errorf("%q: %q is not a number", line, res[i])
 				}
-				for i := 2; i+1 < len(f); i += 2 {
-					v, err := strconv.ParseFloat(f[i], 64)
-					if err != nil {
-						return "", fmt.Errorf("%q: %q is not a number", line, f[i])
-					}
-					m := find(bench, f[i+1])
-					m.values = append(m.values, v)
-				}
-				continue
+				m := find(bench, res[i+1])
+				m.values = append(m.values, v)
 			}
+			continue
 		}
 		if line == "" || line == "PASS" || strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "ok\t") ||
 			strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "pkg:") || strings.HasPrefix(line, "cpu:") {
@@ -147,6 +153,19 @@ func benchFigures(out []byte) (string, error) {
 		b.WriteString("\nWhat the benchmarks printed:\n\n```\n" + strings.Join(other, "\n") + "\n```\n")
 	}
 	return b.String(), nil
+}
+
+// benchName is a benchmark's name without its -GOMAXPROCS suffix.
+func benchName(s string) string {
+	if i := strings.LastIndex(s, "-"); i > 0 && isInt(s[i+1:]) {
+		return s[:i]
+	}
+	return s
+}
+
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // num prints a figure with three significant digits, or whole when larger.

@@ -125,6 +125,18 @@ ok  	github.com/stormsim/stormsim/sim	12.3s
 			t.Errorf("missing %q in\n%s", want, got)
 		}
 	}
+	// A benchmark that prints: its first run's result shares the name's
+	// line, each later one comes after the name and the output.
+	out = "setup 1\nBenchmarkRedis-2   \t       1\t100 ns/op\t 5.0 appends/s\nBenchmarkRedis-2   \tsetup 2\n       1\t300 ns/op\t 7.0 appends/s\nBenchmarkRedis-2   \tsetup 3\n       1\t200 ns/op\t 6.0 appends/s\nPASS\n"
+	got, err = benchFigures([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| BenchmarkRedis | ns/op | 200 | 100–300 | 3 |", "| BenchmarkRedis | appends/s | 6 | 5–7 | 3 |", "setup 2\nsetup 3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
 	if _, err := benchFigures([]byte("FAIL\n")); err == nil {
 		t.Error("output without a benchmark gave figures")
 	}
