@@ -113,7 +113,7 @@ func benchFigures(out []byte) (string, error) {
 			// A benchmark that prints puts its name, its output, then its
 			// result on a line of its own.
 			bench = pending
-		case len(f) >= 2 && strings.HasPrefix(f[0], "Benchmark"):
+		case len(f) >= 1 && strings.HasPrefix(f[0], "Benchmark"):
 			pending = benchName(f[0])
 			line = strings.TrimSpace(strings.TrimPrefix(line, f[0]))
 		}

@@ -126,13 +126,14 @@ ok  	github.com/stormsim/stormsim/sim	12.3s
 		}
 	}
 	// A benchmark that prints: its first run's result shares the name's
-	// line, each later one comes after the name and the output.
-	out = "setup 1\nBenchmarkRedis-2   \t       1\t100 ns/op\t 5.0 appends/s\nBenchmarkRedis-2   \tsetup 2\n       1\t300 ns/op\t 7.0 appends/s\nBenchmarkRedis-2   \tsetup 3\n       1\t200 ns/op\t 6.0 appends/s\nPASS\n"
+	// line, each later one comes after the name and the output, which may
+	// start on the next line.
+	out = "setup 1\nBenchmarkRedis-2   \t       1\t100 ns/op\t 5.0 appends/s\nBenchmarkRedis-2   \tsetup 2\n       1\t300 ns/op\t 7.0 appends/s\nBenchmarkRedis-2   \tsetup 3\n       1\t200 ns/op\t 6.0 appends/s\nBenchmarkRedis-2   \t\nsetup 4\n       1\t250 ns/op\t 6.5 appends/s\nPASS\n"
 	got, err = benchFigures([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| BenchmarkRedis | ns/op | 200 | 100–300 | 3 |", "| BenchmarkRedis | appends/s | 6 | 5–7 | 3 |", "setup 2\nsetup 3"} {
+	for _, want := range []string{"| BenchmarkRedis | ns/op | 225 | 100–300 | 4 |", "| BenchmarkRedis | appends/s | 6.25 | 5–7 | 4 |", "setup 2\nsetup 3\nsetup 4"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
 		}
