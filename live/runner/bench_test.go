@@ -25,7 +25,11 @@ import (
 // events within 1 s of production. The benchmark bisects between a low and
 // a high level (STORMSIM_BENCH_STREAMS, default 2000..12000; the high one
 // is taken as not held) down to STORMSIM_BENCH_STEP streams (default 1000),
-// one run per level tried, then runs the level held once more with every
+// one run per level tried. It then runs the level held and the lowest
+// level not held STORMSIM_BENCH_REPEAT more times each (default 1; 0 for
+// none) and prints in how many runs each was held, since one run per level
+// decides the bisection and a level near the knee holds on some runs and
+// not on others. Last, it runs the level held once more with every
 // stream cut at once (a client-drop of all of them) and times the storm's
 // absorption: from the cut to the first new event of the last stream to
 // recover, of which the clients' own backoff, 1 s + U(0, 1 s), is a part.
@@ -53,6 +57,7 @@ import (
 // 9,900 streams in the LB's process.
 func BenchmarkLiveStreams(b *testing.B) {
 	lo, hi, step, events := benchSettings(b)
+	repeats := benchRepeats(b)
 	for range b.N {
 		fmt.Printf("bisecting streams held between %d and %d (taken as not held), to %d; calls of %d events at 1 event/s\n", lo, hi, step, events)
 		best := benchRun(b, lo, events, false)
@@ -61,18 +66,20 @@ func BenchmarkLiveStreams(b *testing.B) {
 			b.ReportMetric(0, "streams-held")
 			continue
 		}
+		failed := hi // the lowest level run and not held; hi when none was
 		for l, h := lo, hi; h-l > step; {
 			mid := l + max((h-l)/2/step, 1)*step
 			if r := benchRun(b, mid, events, false); r.held() {
 				l, best = mid, r
 			} else {
-				h = mid
+				h, failed = mid, mid
 			}
 		}
 		fmt.Printf("streams held: %d\n", best.n)
 		best.print()
 		b.ReportMetric(float64(best.n), "streams-held")
 		best.reportMetrics(b)
+		benchRepeat(b, repeats, best.n, failed, hi, events)
 		if os.Getenv("STORMSIM_BENCH_STORM") == "off" {
 			continue
 		}
@@ -81,6 +88,49 @@ func BenchmarkLiveStreams(b *testing.B) {
 			storm.stormCut, best.n, storm.storm[2], storm.storm[0], storm.storm[1])
 		b.ReportMetric(storm.storm[2], "storm-absorb-s")
 	}
+}
+
+// benchRepeat runs the level held, and the lowest level the bisection ran
+// and did not hold, k more times each, and prints in how many
+// of its runs each was held: the bisection decides on one run per level,
+// and a level near the knee holds on some runs and not on others. It
+// reports the share of runs held at each (held-share-at-level,
+// held-share-above).
+func benchRepeat(b *testing.B, k, held, failed, hi, events int) {
+	if k == 0 {
+		return
+	}
+	share := func(n int, first bool) float64 {
+		ok := 0
+		if first {
+			ok = 1
+		}
+		for range k {
+			if benchRun(b, n, events, false).held() {
+				ok++
+			}
+		}
+		fmt.Printf("streams %d: held in %d of %d runs\n", n, ok, k+1)
+		return float64(ok) / float64(k+1)
+	}
+	b.ReportMetric(share(held, true), "held-share-at-level")
+	if failed < hi {
+		b.ReportMetric(share(failed, false), "held-share-above")
+	}
+}
+
+// benchRepeats is how many more runs benchRepeat makes of each level:
+// STORMSIM_BENCH_REPEAT, default 1 (0 turns the repeats off).
+func benchRepeats(b *testing.B) int {
+	v := os.Getenv("STORMSIM_BENCH_REPEAT")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("STORMSIM_BENCH_REPEAT=%q: want a count of runs, 0 or more", v)
+	}
+	return n
 }
 
 // benchSettings reads the benchmark's settings from the environment.
