@@ -57,7 +57,7 @@ import (
 // 9,900 streams in the LB's process.
 func BenchmarkLiveStreams(b *testing.B) {
 	lo, hi, step, events := benchSettings(b)
-	repeats := benchRepeats(b)
+	repeats := envCount(b, "STORMSIM_BENCH_REPEAT", 1, 0, "a count of runs, 0 or more")
 	for range b.N {
 		fmt.Printf("bisecting streams held between %d and %d (taken as not held), to %d; calls of %d events at 1 event/s\n", lo, hi, step, events)
 		best := benchRun(b, lo, events, false)
@@ -90,21 +90,14 @@ func BenchmarkLiveStreams(b *testing.B) {
 	}
 }
 
-// benchRepeat runs the level held, and the lowest level the bisection ran
-// and did not hold, k more times each, and prints in how many
-// of its runs each was held: the bisection decides on one run per level,
-// and a level near the knee holds on some runs and not on others. It
-// reports the share of runs held at each (held-share-at-level,
-// held-share-above).
+// benchRepeat runs the level held, and failed (the lowest level the
+// bisection ran and did not hold; none when it is hi), k more times each,
+// and prints and reports the share of each one's runs that held.
 func benchRepeat(b *testing.B, k, held, failed, hi, events int) {
 	if k == 0 {
 		return
 	}
-	share := func(n int, first bool) float64 {
-		ok := 0
-		if first {
-			ok = 1
-		}
+	share := func(n, ok int) float64 { // ok: the bisection's run, held or not
 		for range k {
 			if benchRun(b, n, events, false).held() {
 				ok++
@@ -113,24 +106,10 @@ func benchRepeat(b *testing.B, k, held, failed, hi, events int) {
 		fmt.Printf("streams %d: held in %d of %d runs\n", n, ok, k+1)
 		return float64(ok) / float64(k+1)
 	}
-	b.ReportMetric(share(held, true), "held-share-at-level")
+	b.ReportMetric(share(held, 1), "held-share-at-level")
 	if failed < hi {
-		b.ReportMetric(share(failed, false), "held-share-above")
+		b.ReportMetric(share(failed, 0), "held-share-above")
 	}
-}
-
-// benchRepeats is how many more runs benchRepeat makes of each level:
-// STORMSIM_BENCH_REPEAT, default 1 (0 turns the repeats off).
-func benchRepeats(b *testing.B) int {
-	v := os.Getenv("STORMSIM_BENCH_REPEAT")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		b.Fatalf("STORMSIM_BENCH_REPEAT=%q: want a count of runs, 0 or more", v)
-	}
-	return n
 }
 
 // benchSettings reads the benchmark's settings from the environment.
@@ -145,21 +124,23 @@ func benchSettings(b *testing.B) (lo, hi, step, events int) {
 			b.Fatalf("STORMSIM_BENCH_STREAMS=%q: want LOW..HIGH, two counts with 0 < LOW < HIGH", v)
 		}
 	}
-	if v := os.Getenv("STORMSIM_BENCH_STEP"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("STORMSIM_BENCH_STEP=%q: want a positive count of streams", v)
-		}
-		step = n
-	}
-	if v := os.Getenv("STORMSIM_BENCH_EVENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10 {
-			b.Fatalf("STORMSIM_BENCH_EVENTS=%q: want a count of at least 10 events per call", v)
-		}
-		events = n
-	}
+	step = envCount(b, "STORMSIM_BENCH_STEP", step, 1, "a positive count of streams")
+	events = envCount(b, "STORMSIM_BENCH_EVENTS", events, 10, "a count of at least 10 events per call")
 	return lo, hi, step, events
+}
+
+// envCount is the count in the environment variable name, at least least,
+// or def when it is unset; want says what a bad value should have been.
+func envCount(b *testing.B, name string, def, least int, want string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want %s", name, v, want)
+	}
+	return n
 }
 
 // levelResult is one run of the benchmark at n streams.
