@@ -314,7 +314,9 @@ func (e *engine) produced(a *attempt, t int64) int32 {
 func (e *engine) prodTime(a *attempt, k int32) int64 { return a.start + int64(k)*a.iv }
 
 func (e *engine) newProc(slot int32) int32 {
-	e.procs = append(e.procs, proc{slot: slot, state: procUp})
+	// its memory store is sized for its share of the clients, all streaming
+	expect := e.sc.Workload.Clients / max(e.sc.Replicas, 1)
+	e.procs = append(e.procs, proc{slot: slot, state: procUp, store: memStore{expect: expect}})
 	return int32(len(e.procs) - 1)
 }
 

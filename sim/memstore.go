@@ -61,11 +61,15 @@ type memStore struct {
 	// bucket, not three.
 	le, leFor int64
 	leOK      bool
+	// nb phase buckets (a power of two, 2^depth): phaseBucketsFor the
+	// streams the engine expects, fixed when the first stream is indexed
+	nb, depth int
+	expect    int // the running streams the engine expects at once; 0: unknown
 	fw        []int32
 	bk        [][]phaseEntry
 
 	rounds int64 // purge rounds so far
-	// the segment tree over the phase buckets (leaves at phaseBuckets+b):
+	// the segment tree over the phase buckets (leaves at nb+b):
 	// the least f below a node (its children's may be stale below it), how
 	// many streams hold it, and the second least; noF when none
 	tmn, tsmn []int64
@@ -90,10 +94,26 @@ type phaseEntry struct {
 }
 
 const (
-	phaseBuckets = 4096
-	phaseDepth   = 12 // log2(phaseBuckets)
-	noF          = math.MaxInt64
+	minPhaseDepth = 12 // 4096 buckets at the least
+	maxPhaseDepth = 18
+	// perBucket is the running streams a bucket is sized to hold: countLE,
+	// kth and each purge round scan one bucket whole, so a fixed count of
+	// buckets made every one of them grow with the clients (at a million
+	// clients, 80 streams a bucket)
+	perBucket = 8
+	noF       = math.MaxInt64
 )
+
+// phaseBucketsFor is the phase buckets of a store that holds about streams
+// running streams at once, and its log2. The count changes no result: every
+// query counts or sorts whole buckets exactly, only how much it scans.
+func phaseBucketsFor(streams int) (n, depth int) {
+	depth = minPhaseDepth
+	for depth < maxPhaseDepth && perBucket<<depth < streams {
+		depth++
+	}
+	return 1 << depth, depth
+}
 
 // memOp names a change to a memory store, for Options.memCheck.
 type memOp uint8
@@ -186,10 +206,10 @@ func (e *engine) memBytes(lo, hi, final int64) int64 {
 	return b
 }
 
-func (s *memStore) bucket(ph, iv int64) int { return int(ph * phaseBuckets / iv) }
+func (s *memStore) bucket(ph, iv int64) int { return int(ph * int64(s.nb) / iv) }
 
 func (s *memStore) fwAdd(b int, d int32) {
-	for i := b + 1; i <= phaseBuckets; i += i & -i {
+	for i := b + 1; i <= s.nb; i += i & -i {
 		s.fw[i] += d
 	}
 }
@@ -205,8 +225,9 @@ func (s *memStore) fwPrefix(b int) int64 {
 
 func (s *memStore) index(ai int32, start int64, e int32, iv, f int64) {
 	if s.fw == nil {
-		s.fw = make([]int32, phaseBuckets+1)
-		s.bk = make([][]phaseEntry, phaseBuckets)
+		s.nb, s.depth = phaseBucketsFor(s.expect)
+		s.fw = make([]int32, s.nb+1)
+		s.bk = make([][]phaseEntry, s.nb)
 		s.treeInit()
 	}
 	ph := start % iv
@@ -258,8 +279,8 @@ func (s *memStore) countLE(x, iv int64) int64 {
 // kth is the k-th smallest phase (1-based) of the running streams.
 func (s *memStore) kth(k, iv int64, scratch []int64) (int64, []int64) {
 	b, below := 0, int64(0)
-	for step := phaseBuckets; step > 0; step >>= 1 {
-		if i := b + step; i <= phaseBuckets && below+int64(s.fw[i]) < k {
+	for step := s.nb; step > 0; step >>= 1 {
+		if i := b + step; i <= s.nb && below+int64(s.fw[i]) < k {
 			b = i
 			below += int64(s.fw[i])
 		}
@@ -458,7 +479,7 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 		fl := s.rounds - tau/iv // F
 		x := tau % iv
 		bx := s.bucket(x, iv)
-		empty = s.countEq(1, 0, phaseBuckets-1, 0, bx-1, fl) + s.countEq(1, 0, phaseBuckets-1, bx+1, phaseBuckets-1, fl+1)
+		empty = s.countEq(1, 0, s.nb-1, 0, bx-1, fl) + s.countEq(1, 0, s.nb-1, bx+1, s.nb-1, fl+1)
 		// t's own bucket: after_i by phase, and by start order at tau
 		s.leafOpen(bx)
 		l := s.bk[bx]
@@ -474,7 +495,7 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 		}
 		s.leafClose(bx)
 		visits += int64(len(l))
-		visits += s.chmax(1, 0, phaseBuckets-1, 0, bx-1, fl+1) + s.chmax(1, 0, phaseBuckets-1, bx+1, phaseBuckets-1, fl+2)
+		visits += s.chmax(1, 0, s.nb-1, 0, bx-1, fl+1) + s.chmax(1, 0, s.nb-1, bx+1, s.nb-1, fl+2)
 	}
 	// Ended streams due at this round: their last event goes (a result
 	// among them), or, empty since the last round, they are forgotten.

@@ -131,8 +131,13 @@ func seqEngine(priming bool, capBytes, iv int64) *engine {
 	return &engine{d: d, priming: priming, iv: iv, evBytes: 300, procs: make([]proc, 1)}
 }
 
-// seqTime is how a sequence's clock moves: iv, and steps of grain × 0..span-1.
-type seqTime struct{ iv, grain, span int64 }
+// seqTime is how a sequence's clock moves: iv, and steps of grain × 0..span-1;
+// expect is the running streams the store is told to expect, which sets its
+// phase buckets (0: the fewest).
+type seqTime struct {
+	iv, grain, span int64
+	expect          int
+}
 
 // seqPhases has 20 phases an interval, so that appends meet at one instant;
 // each lies in a phase bucket of its own.
@@ -146,6 +151,7 @@ func seqRun(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops 
 
 func seqRunAt(t *testing.T, seed uint64, priming bool, capBytes int64, storm, ops int, tm seqTime) {
 	e := seqEngine(priming, capBytes, tm.iv)
+	e.procs[0].store.expect = tm.expect
 	ref := &refStore{e: e, streams: map[int32]*refStream{}}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var live []int32   // attempts whose stream was not deleted
@@ -249,7 +255,7 @@ func seqRunAt(t *testing.T, seed uint64, priming bool, capBytes int64, storm, op
 			for _, ai := range e.procs[0].store.ms.ai {
 				e.attempts[ai].memIdx = -1
 			}
-			e.procs[0].store = memStore{}
+			e.procs[0].store = memStore{expect: tm.expect}
 			ref.settle(e.now)
 			ref.held, ref.streams, ref.next = 0, map[int32]*refStream{}, nil
 			for _, ai := range live {
@@ -297,6 +303,16 @@ func memStoreSequences(t *testing.T) {
 			priming := seed%2 == 1
 			capBytes := int64(300 * (5 + seed*11%60))
 			seqRunAt(t, seed, priming, capBytes, 0, 3000, seqTime{iv: 1 << 20, grain: 61, span: 30000})
+		}
+	})
+	// The same with the most phase buckets (2^18), as a store that expects
+	// millions of streams has: the bucket count changes no result.
+	t.Run("phases-many-buckets", func(t *testing.T) {
+		t.Parallel()
+		for seed := uint64(1); seed <= 8; seed++ {
+			priming := seed%2 == 1
+			capBytes := int64(300 * (5 + seed*13%60))
+			seqRunAt(t, seed, priming, capBytes, 0, 3000, seqTime{iv: 1 << 20, grain: 61, span: 30000, expect: perBucket << maxPhaseDepth})
 		}
 	})
 	t.Run("storm", func(t *testing.T) {

@@ -2,7 +2,7 @@ package sim
 
 // The segment tree of a memory store over its phase buckets (see memStore):
 // node 1 is the root, node n's children are 2n and 2n+1, bucket b is leaf
-// phaseBuckets+b. A node keeps the least purge counter f of the running
+// nb+b. A node keeps the least purge counter f of the running
 // streams below it, how many hold it, and the second least. A raise
 // (f = max(f, v) on a range of buckets) that stays below a node's second
 // least only sets the node's least; its children learn it when a later
@@ -11,9 +11,9 @@ package sim
 // own and every node's above its bucket.
 
 func (s *memStore) treeInit() {
-	s.tmn = make([]int64, 2*phaseBuckets)
-	s.tsmn = make([]int64, 2*phaseBuckets)
-	s.tcnt = make([]int32, 2*phaseBuckets)
+	s.tmn = make([]int64, 2*s.nb)
+	s.tsmn = make([]int64, 2*s.nb)
+	s.tcnt = make([]int32, 2*s.nb)
 	for n := range s.tmn {
 		s.tmn[n], s.tsmn[n] = noF, noF
 	}
@@ -43,8 +43,8 @@ func (s *memStore) pull(n int) {
 
 // leafOpen brings every f of bucket b to its value, for a scan or a change.
 func (s *memStore) leafOpen(b int) {
-	n := phaseBuckets + b
-	for h := phaseDepth; h >= 1; h-- {
+	n := s.nb + b
+	for h := s.depth; h >= 1; h-- {
 		s.push(n >> h) // so that leafClose's pulls lose no raise
 	}
 	v := s.tmn[n]
@@ -56,7 +56,7 @@ func (s *memStore) leafOpen(b int) {
 
 // leafClose sets bucket b's leaf from its streams and the nodes above it.
 func (s *memStore) leafClose(b int) {
-	n := phaseBuckets + b
+	n := s.nb + b
 	s.leafSet(b)
 	for n >>= 1; n >= 1; n >>= 1 {
 		mn, smn, cnt := s.tmn[n], s.tsmn[n], s.tcnt[n]
@@ -79,7 +79,7 @@ func (s *memStore) leafSet(b int) {
 			smn = p.f
 		}
 	}
-	n := phaseBuckets + b
+	n := s.nb + b
 	s.tmn[n], s.tsmn[n], s.tcnt[n] = mn, smn, cnt
 }
 
@@ -87,7 +87,7 @@ func (s *memStore) leafSet(b int) {
 func (s *memStore) fOf(ai int32, start, iv int64) int64 {
 	b := s.bucket(start%iv, iv)
 	v := int64(-noF)
-	for n := phaseBuckets + b; n >= 1; n >>= 1 {
+	for n := s.nb + b; n >= 1; n >>= 1 {
 		v = max(v, s.tmn[n])
 	}
 	for _, p := range s.bk[b] {
@@ -122,12 +122,12 @@ func (s *memStore) chmax(n, nl, nr, lo, hi int, v int64) int64 {
 		s.tmn[n] = v // only the streams at the least move
 		return 0
 	}
-	if n >= phaseBuckets {
-		l := s.bk[n-phaseBuckets]
+	if n >= s.nb {
+		l := s.bk[n-s.nb]
 		for j := range l {
 			l[j].f = max(l[j].f, v)
 		}
-		s.leafSet(n - phaseBuckets)
+		s.leafSet(n - s.nb)
 		return int64(len(l))
 	}
 	s.push(n)
