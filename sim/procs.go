@@ -76,7 +76,7 @@ func (e *engine) exitProc(p int32, graceful bool) {
 			e.attempts[ai].gone = true
 			e.attempts[ai].memIdx = -1
 		}
-		pr.store = memStore{}
+		pr.store = memStore{expect: pr.store.expect} // the same sizing, should it index again
 		if e.memCheck != nil {
 			e.memCheck(e, memOpExit, p, -1)
 		}
