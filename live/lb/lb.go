@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stormsim/stormsim/live/replica"
@@ -42,6 +44,10 @@ type Balancer struct {
 	backends []*backend
 	latency  time.Duration
 	health   *Health // nil: no health checks (a scenario run); see CheckHealth
+	// noFiles counts the requests the LB answered 503 because its process
+	// had no file left for the connection to the replica (EMFILE, ENFILE):
+	// the harness's limit, not the design's (Files).
+	noFiles atomic.Int64
 }
 
 type backend struct {
@@ -68,7 +74,7 @@ func New(policy topology.Policy, urls []string) (*Balancer, error) {
 }
 
 func (b *Balancer) add(raw string) error {
-	p, u, err := newProxy(raw, "")
+	p, u, err := b.newProxy(raw, "")
 	if err != nil {
 		return err
 	}
@@ -80,7 +86,7 @@ func (b *Balancer) add(raw string) error {
 // event at once and answers 503 when the replica cannot be reached. With a
 // socket, it reaches the replica through that Unix socket instead of
 // raw's host and port (the requests still name raw's host).
-func newProxy(raw, socket string) (*httputil.ReverseProxy, *url.URL, error) {
+func (b *Balancer) newProxy(raw, socket string) (*httputil.ReverseProxy, *url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, nil, err
@@ -118,6 +124,13 @@ func newProxy(raw, socket string) (*httputil.ReverseProxy, *url.URL, error) {
 		if errors.Is(err, errDraining) {
 			w.Header().Set(replica.DrainingHeader, "1")
 			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		if outOfFiles(err) {
+			// The LB's own limit, not the replica's state: say so, and
+			// count it for the run's saturation check.
+			b.noFiles.Add(1)
+			http.Error(w, "lb: out of open files: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		http.Error(w, "replica unreachable", http.StatusServiceUnavailable)
@@ -338,7 +351,7 @@ func (b *Balancer) SetLatency(d time.Duration) {
 // the replica serves the same handler: a loopback TCP hop costs the event
 // path about twice the CPU of a Unix socket's.
 func (b *Balancer) SetBackend(slot int, raw, socket string) error {
-	p, u, err := newProxy(raw, socket)
+	p, u, err := b.newProxy(raw, socket)
 	if err != nil {
 		return err
 	}
@@ -368,4 +381,10 @@ func (b *Balancer) CutFraction(f float64) {
 	for _, c := range all[:min(n, len(all))] {
 		c()
 	}
+}
+
+// outOfFiles reports whether err says the process, or the machine, has no
+// file descriptor left.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }

@@ -67,20 +67,35 @@ func (r *Remote) CheckHealth(ctx context.Context, h Health) error {
 // Pool reports, for every slot, whether the balancer routes new requests
 // to it.
 func (r *Remote) Pool(ctx context.Context) ([]bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+pathPool, nil)
-	if err != nil {
+	var a PoolAnswer
+	if err := r.get(ctx, pathPool, &a); err != nil {
 		return nil, err
+	}
+	return a.InPool, nil
+}
+
+// Files asks the LB process what it ran short of so far.
+func (r *Remote) Files(ctx context.Context) (FilesAnswer, error) {
+	var a FilesAnswer
+	err := r.get(ctx, pathFiles, &a)
+	return a, err
+}
+
+// get GETs path and decodes its JSON answer into v.
+func (r *Remote) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	if err != nil {
+		return err
 	}
 	resp, err := r.do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	var a PoolAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return nil, fmt.Errorf("%w: GET %s: %v", ErrControl, pathPool, err)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("%w: GET %s: %v", ErrControl, path, err)
 	}
-	return a.InPool, nil
+	return nil
 }
 
 func (r *Remote) post(ctx context.Context, path string, body ControlRequest) error {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stormsim/stormsim/live/internal/cpuprof"
@@ -95,13 +96,13 @@ func Serve(ctx context.Context, o *ServeOptions) error {
 		path = "/mcp"
 	}
 	out := &lineWriter{w: o.Stdout}
-	c := &controller{b: b, token: o.Token, out: out, ctx: ctx}
+	c := &controller{b: b, token: o.Token, out: out, ctx: ctx, accept: new(atomic.Int64)}
 	mux := http.NewServeMux()
 	mux.Handle(path, b)
 	data := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctl := &http.Server{Handler: c.mux(), ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 2)
-	go func() { errs <- data.Serve(o.Listen) }()
+	go func() { errs <- data.Serve(countingListener{o.Listen, c.accept}) }()
 	go func() { errs <- ctl.Serve(o.Control) }()
 	out.say(fmt.Sprintf("%shttp://%s%s control http://%s", listeningLine, o.Listen.Addr(), path, o.Control.Addr()))
 	select {
@@ -136,6 +137,9 @@ type controller struct {
 	token string
 	out   *lineWriter
 	ctx   context.Context // the process's: the health checks run until it ends
+	// accept counts the client connections the data listener could not
+	// take for want of a file (countingListener).
+	accept *atomic.Int64
 }
 
 func (c *controller) mux() *http.ServeMux {
@@ -161,13 +165,8 @@ func (c *controller) mux() *http.ServeMux {
 			pprof.Profile(w, r)
 		}
 	})
-	m.HandleFunc("GET "+pathPool, func(w http.ResponseWriter, r *http.Request) {
-		if !c.authorized(w, r) {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(PoolAnswer{InPool: c.b.Pool()}) //nolint:errcheck // the client reads what arrives
-	})
+	m.HandleFunc("GET "+pathPool, c.answer(func() any { return PoolAnswer{InPool: c.b.Pool()} }))
+	m.HandleFunc("GET "+pathFiles, c.answer(func() any { return c.b.Files(c.accept) }))
 	return m
 }
 
@@ -190,6 +189,17 @@ func (c *controller) handle(do func(ControlRequest) error) http.HandlerFunc {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// answer serves a GET with what get returns, as JSON.
+func (c *controller) answer(get func() any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !c.authorized(w, r) {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(get()) //nolint:errcheck // the client reads what arrives
 	}
 }
 

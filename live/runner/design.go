@@ -151,7 +151,7 @@ func (r *liveRun) startClients(ctx context.Context) error {
 	sc, d, own := r.sc, r.d, r.d.Own
 	r.tr = &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         r.opts.host.dial(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}),
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: 4096,
 		IdleConnTimeout:     30 * time.Second,
@@ -329,6 +329,11 @@ func (r *liveRun) collect(ctx context.Context) (*history.History, *evidence, err
 	var exits []topo.Exit
 	// The server side's own counts, read before the replicas go.
 	counts, noCounts := serverCounts(ctx, t, sc, d, dr.t0)
+	if t != nil {
+		if f, err := t.LBFiles(ctx); err == nil && f.Short() {
+			r.opts.host.noteShort("design " + d.Name + ": " + f.String())
+		}
+	}
 	if noCounts == "no topology" && own == nil {
 		noCounts = "the replicas are a stormsim up's: stormsim merge --up-logs reconciles a run with up's counters once up has stopped"
 	}

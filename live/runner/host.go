@@ -1,14 +1,20 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
@@ -110,6 +116,45 @@ type hostWatch struct {
 	start    time.Time
 	cpu0     time.Duration
 	sched0   *metrics.Float64Histogram
+	// noFiles counts the connections the clients could not open for want
+	// of a file (dial); short lists what else of the harness ran out of
+	// files (an LB process, noteShort).
+	noFiles atomic.Int64
+	mu      sync.Mutex
+	short   []string
+}
+
+// dial is d's DialContext, counting the connections that fail for want of
+// a file: the load generator's own limit, a saturation reason.
+func (w *hostWatch) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+			w.noFiles.Add(1)
+		}
+		return c, err
+	}
+}
+
+// noteShort records that a process of the harness (not the design under
+// test) ran out of files, as a saturation reason.
+func (w *hostWatch) noteShort(why string) {
+	w.mu.Lock()
+	w.short = append(w.short, why)
+	w.mu.Unlock()
+}
+
+// shortReasons are the saturation reasons of files run short.
+func (w *hostWatch) shortReasons() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := slices.Clone(w.short)
+	if n := w.noFiles.Load(); n > 0 {
+		var r syscall.Rlimit
+		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) //nolint:errcheck // 0 when unknown
+		out = append(out, fmt.Sprintf("the load generator ran out of open files (limit %d): %d connections to the endpoint could not be opened", r.Cur, n))
+	}
+	return out
 }
 
 // schedMetric is the Go scheduler's latency histogram.
@@ -235,6 +280,7 @@ func (w *hostWatch) verdict(requests int) *report.Host {
 			h.Reasons = append(h.Reasons, fmt.Sprintf("%s %s ms late at p99, over the bound of %s ms", c.what, ms3(c.l.P99), ms3(c.bound)))
 		}
 	}
+	h.Reasons = append(h.Reasons, w.shortReasons()...)
 	if len(h.Reasons) > 0 {
 		h.Verdict, h.Saturated, h.Advice = report.VerdictSaturated, true, SaturationAdvice
 	}

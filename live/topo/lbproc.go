@@ -152,3 +152,15 @@ func (t *Topology) inPool(slot int, in bool) {
 	defer cancel()
 	t.lbFailed(t.bal.SetInPool(ctx, slot, in))
 }
+
+// LBFiles asks the LB process what it ran short of: the requests it
+// refused and the connections it could not accept for want of a file.
+func (t *Topology) LBFiles(ctx context.Context) (lb.FilesAnswer, error) {
+	t.mu.Lock()
+	bal := t.bal
+	t.mu.Unlock()
+	if bal == nil {
+		return lb.FilesAnswer{}, nil
+	}
+	return bal.Files(ctx)
+}
