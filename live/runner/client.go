@@ -423,7 +423,7 @@ func (c *vclient) plain(a clients.Action, rec history.Request, in clients.Input,
 		return in, true
 	}
 	// A plain JSON answer: the whole result at once, or an error.
-	p := parseData(string(b), c.e)
+	p := parseData(b, c.e)
 	if kind := c.protocolError(p); kind != "" {
 		rec.Err = kind
 		c.d.guard.protocol(kind)
@@ -519,13 +519,13 @@ type parsed struct {
 // parseData reads an event's JSON-RPC message. The reference replica's
 // messages are read by a fast scan (they are compact JSON with sorted keys);
 // anything else goes through encoding/json.
-func parseData(data string, e int32) parsed {
+func parseData(data []byte, e int32) parsed {
 	if p, ok := scanData(data, e); ok {
 		return p
 	}
 	p := parsed{index: -1}
 	var m message
-	if json.Unmarshal([]byte(data), &m) != nil {
+	if json.Unmarshal(data, &m) != nil {
 		p.invalid = true
 		return p
 	}
@@ -549,24 +549,26 @@ func parseData(data string, e int32) parsed {
 }
 
 // scanData is parseData's fast path for compact JSON without escapes in the
-// fields it reads; false sends the message to encoding/json.
-func scanData(data string, e int32) (parsed, bool) {
+// fields it reads; false sends the message to encoding/json. It reads data
+// in place (the SSE reader's buffer) and copies out only the strings it
+// returns.
+func scanData(data []byte, e int32) (parsed, bool) {
 	p := parsed{index: -1}
 	str := func(key string) (string, bool) {
-		i := strings.Index(data, key)
+		i := bytes.Index(data, []byte(key))
 		if i < 0 {
 			return "", false
 		}
 		rest := data[i+len(key):]
-		j := strings.IndexByte(rest, '"')
-		if j < 0 || strings.IndexByte(rest[:j], '\\') >= 0 {
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
 			return "", false
 		}
-		return rest[:j], true
+		return string(rest[:j]), true
 	}
 	switch {
-	case strings.HasPrefix(data, `{"jsonrpc":"2.0","method":"notifications/progress",`):
-		i := strings.Index(data, `"progress":`)
+	case bytes.HasPrefix(data, []byte(`{"jsonrpc":"2.0","method":"notifications/progress",`)):
+		i := bytes.Index(data, []byte(`"progress":`))
 		if i < 0 {
 			return p, false
 		}
@@ -578,14 +580,14 @@ func scanData(data string, e int32) (parsed, bool) {
 		if j == 0 || j == len(rest) || (rest[j] != ',' && rest[j] != '}') {
 			return p, false
 		}
-		n, err := strconv.Atoi(rest[:j])
+		n, err := strconv.Atoi(string(rest[:j])) // no allocation: the conversion does not escape
 		if err != nil {
 			return p, false
 		}
 		p.index, p.progress, p.isProg = int32(n), float64(n), true
 		p.token, _ = str(`"progressToken":"`)
 		return p, true
-	case strings.HasPrefix(data, `{"id":"`) && strings.Contains(data, `,"result":`):
+	case bytes.HasPrefix(data, []byte(`{"id":"`)) && bytes.Contains(data, []byte(`,"result":`)):
 		tok, ok := str(`{"id":"`)
 		p.index, p.result, p.token, p.rawID = e, true, tok, `"`+tok+`"`
 		return p, ok
@@ -664,7 +666,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 	var hint time.Duration
 	rd := sse.NewReaderLimits(countingReader{resp.Body, &nIn}, c.d.guard.sseLimits())
 	for {
-		ev, err := rd.Next()
+		ev, data, err := rd.NextBytes()
 		if err != nil {
 			why, away := end()
 			if err != io.EOF {
@@ -703,7 +705,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 			c.hist.Requests[ri].Err = c.d.guard.hit(limEvents)
 			return drop(history.DropError, clients.Input{Kind: clients.InCallTimeout}) // a limit fails the call at once
 		}
-		idx, attempt, p := c.event(ev, ri)
+		idx, attempt, p := c.event(ev, data, ri)
 		if kind := c.protocolError(p); kind != "" {
 			end()
 			c.hist.Requests[ri].Err = kind
@@ -734,7 +736,7 @@ func (c *vclient) readStream(ctx context.Context, cancel context.CancelFunc, res
 
 // event reads one event of a call's stream (request ri): the index it
 // delivers (-1 none), the attempt it belongs to, and its message.
-func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
+func (c *vclient) event(ev sse.Event, data []byte, ri int) (int32, int32, parsed) {
 	idx := int32(-1)
 	attempt := c.attempt
 	own := c.prog != nil
@@ -755,10 +757,10 @@ func (c *vclient) event(ev sse.Event, ri int) (int32, int32, parsed) {
 		c.d.iso.saw(c.id, c.seq, attempt, c.session, ev.ID, c.hist.Requests[ri].Replica)
 	}
 	var p parsed
-	if !ev.HasData || ev.Data == "" {
+	if !ev.HasData || len(data) == 0 {
 		return idx, attempt, p
 	}
-	p = parseData(ev.Data, c.e)
+	p = parseData(data, c.e)
 	if p.index >= 0 {
 		idx = p.index
 	}

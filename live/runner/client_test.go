@@ -26,7 +26,7 @@ func TestParseData(t *testing.T) {
 		"result": map[string]any{"content": []map[string]any{{"type": "text", "text": "streamed 5 events"}}}})
 	msgs = append(msgs, string(b))
 	for i, m := range msgs {
-		fast, ok := scanData(m, 5)
+		fast, ok := scanData([]byte(m), 5)
 		if !ok {
 			t.Fatalf("fast path refused %s", m)
 		}
@@ -57,7 +57,7 @@ func TestParseData(t *testing.T) {
 		{`not json`, parsed{index: -1, invalid: true}},
 		{fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":2.5,"progressToken":%q}}`, tok), parsed{index: 2, progress: 2.5, isProg: true, token: tok}},
 	} {
-		if got := parseData(c.data, 9); got != c.want {
+		if got := parseData([]byte(c.data), 9); got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.data, got, c.want)
 		}
 	}
@@ -101,7 +101,7 @@ func TestAnswers(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"call orphaned"}}`, ""},           // an error without an id
 		{`{"jsonrpc":"2.0","id":"never-sent","error":{"code":-32000,"message":"x"}}`, protoUnsolicited}, // an error for another request
 	} {
-		if got := answers(parseData(c.data, 9), 3, 5); got != c.want {
+		if got := answers(parseData([]byte(c.data), 9), 3, 5); got != c.want {
 			t.Errorf("%s: %q, want %q", c.data, got, c.want)
 		}
 	}

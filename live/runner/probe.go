@@ -208,7 +208,7 @@ func (p *isolation) resume(ctx context.Context, at site, t try) {
 // progress notification or a result (the probe made no call, so any call's
 // data is someone else's), or an event of the stream whose id it presented.
 func (p *isolation) judge(ev sse.Event, t try, sid string) (report.Leak, bool) {
-	d := parseData(ev.Data, 0)
+	d := parseData([]byte(ev.Data), 0)
 	call := d.index >= 0 || d.result
 	sameStream := ev.ID != "" && t.foreign && streamPart(ev.ID) == streamPart(t.id)
 	if !call && !sameStream {

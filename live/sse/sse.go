@@ -161,6 +161,18 @@ var bom = []byte("\ufeff")
 // Next returns the next event. It returns io.EOF at the end of the stream;
 // an event cut off by the end of the stream is not dispatched.
 func (r *Reader) Next() (Event, error) {
+	ev, data, err := r.NextBytes()
+	if ev.HasData {
+		ev.Data = string(data)
+	}
+	return ev, err
+}
+
+// NextBytes is Next without the copy of the data into Event.Data, which it
+// leaves empty: the data is the returned slice, which stays valid only
+// until the next call. A reader of every event of many streams spares an
+// allocation an event.
+func (r *Reader) NextBytes() (Event, []byte, error) {
 	var ev Event
 	r.data = r.data[:0]
 	seen := false
@@ -168,9 +180,9 @@ func (r *Reader) Next() (Event, error) {
 		line, err := r.line()
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return Event{}, io.EOF
+				return Event{}, nil, io.EOF
 			}
-			return Event{}, err
+			return Event{}, nil, err
 		}
 		if !r.started {
 			r.started = true
@@ -181,11 +193,12 @@ func (r *Reader) Next() (Event, error) {
 				continue
 			}
 			ev.ID = r.lastID
+			var data []byte
 			if ev.HasData {
-				ev.Data = string(r.data[:len(r.data)-1]) // without the last "\n"
+				data = r.data[:len(r.data)-1] // without the last "\n"
 			}
 			if ev.HasData || ev.HasID || ev.HasRetry {
-				return ev, nil
+				return ev, data, nil
 			}
 			ev, seen = Event{}, false
 			r.data = r.data[:0]
@@ -196,7 +209,7 @@ func (r *Reader) Next() (Event, error) {
 		}
 		seen = true
 		if err := r.field(&ev, line); err != nil {
-			return Event{}, err
+			return Event{}, nil, err
 		}
 	}
 }
