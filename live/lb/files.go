@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -40,13 +41,19 @@ func (a FilesAnswer) String() string {
 		a.Limit, a.Refused, a.AcceptFailed)
 }
 
-// fileLimit is this process's soft limit on open files, 0 where unknown.
-func fileLimit() uint64 {
+// FileLimit is this process's soft limit on open files, 0 where unknown.
+func FileLimit() uint64 {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
 		return 0
 	}
 	return r.Cur
+}
+
+// OutOfFiles reports whether err says the process, or the machine, has no
+// file descriptor left.
+func OutOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // countingListener counts the connections Accept could not take for want
@@ -59,7 +66,7 @@ type countingListener struct {
 
 func (l countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err != nil && outOfFiles(err) {
+	if err != nil && OutOfFiles(err) {
 		l.failed.Add(1)
 	}
 	return c, err
@@ -68,5 +75,5 @@ func (l countingListener) Accept() (net.Conn, error) {
 // Files reports what the balancer's process ran short of so far; accept
 // is the listener's count (Serve).
 func (b *Balancer) Files(accept *atomic.Int64) FilesAnswer {
-	return FilesAnswer{Limit: fileLimit(), Refused: b.noFiles.Load(), AcceptFailed: accept.Load()}
+	return FilesAnswer{Limit: FileLimit(), Refused: b.noFiles.Load(), AcceptFailed: accept.Load()}
 }

@@ -29,7 +29,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stormsim/stormsim/live/replica"
@@ -126,7 +125,7 @@ func (b *Balancer) newProxy(raw, socket string) (*httputil.ReverseProxy, *url.UR
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
-		if outOfFiles(err) {
+		if OutOfFiles(err) {
 			// The LB's own limit, not the replica's state: say so, and
 			// count it for the run's saturation check.
 			b.noFiles.Add(1)
@@ -381,10 +380,4 @@ func (b *Balancer) CutFraction(f float64) {
 	for _, c := range all[:min(n, len(all))] {
 		c()
 	}
-}
-
-// outOfFiles reports whether err says the process, or the machine, has no
-// file descriptor left.
-func outOfFiles(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }

@@ -160,10 +160,8 @@ type levelResult struct {
 }
 
 // held reports whether every stream offered got ≥ 99% of its events
-// within 1 s of production.
-// held: every stream offered got its events on time, and the run's
-// saturation check is clean (the host kept up, and no process of the
-// harness ran out of files).
+// within 1 s of production and the run's saturation check is clean (the
+// host kept up, and no process of the harness ran out of files).
 func (r levelResult) held() bool {
 	return r.calls == r.n && r.onTime == r.n && (r.host == nil || !r.host.Saturated)
 }

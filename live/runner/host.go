@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -14,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stormsim/stormsim/faults"
 	"github.com/stormsim/stormsim/history"
+	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/report"
 	"github.com/stormsim/stormsim/scenario"
 )
@@ -129,7 +128,7 @@ type hostWatch struct {
 func (w *hostWatch) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
-		if err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+		if err != nil && lb.OutOfFiles(err) {
 			w.noFiles.Add(1)
 		}
 		return c, err
@@ -150,9 +149,7 @@ func (w *hostWatch) shortReasons() []string {
 	defer w.mu.Unlock()
 	out := slices.Clone(w.short)
 	if n := w.noFiles.Load(); n > 0 {
-		var r syscall.Rlimit
-		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) //nolint:errcheck // 0 when unknown
-		out = append(out, fmt.Sprintf("the load generator ran out of open files (limit %d): %d connections to the endpoint could not be opened", r.Cur, n))
+		out = append(out, fmt.Sprintf("the load generator ran out of open files (limit %d): %d connections to the endpoint could not be opened", lb.FileLimit(), n))
 	}
 	return out
 }
