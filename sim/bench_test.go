@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -196,6 +197,13 @@ type childRun struct {
 	queue, stream int64 // queue events and stream events, over the designs
 	pending       int64 // the mean of events pending in a design's queue, per queue event
 	busyNs        int64 // the engines' loop time, summed over the designs
+	designs       []designRun
+}
+
+// designRun is one design's share of a childRun.
+type designRun struct {
+	name          string
+	queue, busyNs int64
 }
 
 // BenchmarkMillion runs deploy-restart with all six designs at 100,000 and
@@ -226,7 +234,7 @@ func BenchmarkMillion(b *testing.B) {
 	}
 }
 
-// reportFloors measures, in this process after both runs, two bare loops
+// reportFloors measures, in this process after both runs, bare loops
 // at each run's size, and reports what the 1M run's wall time over the
 // 100k run's would be if each queue event cost only that loop:
 //   - heap-floor-1m/100k: a container/heap pop+push at the run's mean
@@ -236,7 +244,11 @@ func BenchmarkMillion(b *testing.B) {
 //     record of as many client-sized records as the run has clients
 //     (one touch of the client an event is for), times the queue events;
 //     the records advised as the engine advises its clients (adviseHuge),
-//     and once more at 1M on 4 KiB pages (touch-ns-1m-4k-pages).
+//     and once more at 1M on 4 KiB pages (touch-ns-1m-4k-pages);
+//   - touch-rss-floor-1m/100k: the same touch in as many client-sized
+//     records as fill the run's own peak RSS, so that the records span as
+//     much memory as the whole run held, its other arrays, queue and
+//     stores included, and not only its clients.
 //
 // A floor above 10 says the loop alone costs more per event at 1M than
 // at 100k. The engine's own loop time per queue event over the heap op
@@ -256,6 +268,28 @@ func reportFloors(b *testing.B, small, big childRun) {
 	b.ReportMetric(tb4k, "touch-ns-1m-4k-pages")
 	b.ReportMetric(float64(small.busyNs)/qs/hs, "cost/heap-op-100k")
 	b.ReportMetric(float64(big.busyNs)/qb/hb, "cost/heap-op-1m")
+	rec := int64(unsafe.Sizeof(client{}))
+	rs, rb := bareTouchNs(int(small.rss/rec), true), bareTouchNs(int(big.rss/rec), true)
+	b.ReportMetric(rs, "touch-ns-rss-100k")
+	b.ReportMetric(rb, "touch-ns-rss-1m")
+	b.ReportMetric(qb*rb/(qs*rs), "touch-rss-floor-1m/100k")
+	reportDesigns(b, small, big)
+}
+
+// reportDesigns reports each design's own engine loop time at 1M over its
+// loop time at 100k (loop-1m/100k-<design>). The designs share the clients'
+// and attempts' arrays and the queue, and differ in their stores; one
+// design's ratio standing out from the others' points at what only it has.
+func reportDesigns(b *testing.B, small, big childRun) {
+	at100k := map[string]designRun{}
+	for _, d := range small.designs {
+		at100k[d.name] = d
+	}
+	for _, d := range big.designs {
+		if s, ok := at100k[d.name]; ok && s.busyNs > 0 {
+			b.ReportMetric(float64(d.busyNs)/float64(s.busyNs), "loop-1m/100k-"+d.name)
+		}
+	}
 }
 
 // bareTouchNs is the median cost in ns of one read-modify-write of a word
@@ -305,9 +339,11 @@ func benchChild(b *testing.B, clients string) {
 	}
 	var q, a, pending int64
 	var busy time.Duration
-	for _, s := range out.Stats {
+	for _, name := range slices.Sorted(maps.Keys(out.Stats)) {
+		s := out.Stats[name]
 		q, a = q+s.QueueEvents, a+s.ArithmeticEvents
 		pending, busy = pending+s.PendingSum, busy+s.Busy
+		fmt.Printf("design %s %d %d\n", name, s.QueueEvents, s.Busy.Nanoseconds())
 	}
 	fmt.Printf("counts %d %d %d %d %d\n", q, a, pending/max(q, 1), busy.Nanoseconds(), peakRSS())
 }
@@ -346,6 +382,11 @@ func benchChildRun(b *testing.B, n int) childRun {
 		b.Fatalf("the run at %d clients: %v\n%s", n, err, out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
+		var d designRun
+		if _, err := fmt.Sscanf(line, "design %s %d %d", &d.name, &d.queue, &d.busyNs); err == nil {
+			r.designs = append(r.designs, d)
+			continue
+		}
 		if _, err := fmt.Sscanf(line, "counts %d %d %d %d %d", &r.queue, &r.stream, &r.pending, &r.busyNs, &r.rss); err == nil {
 			if r.rss < 0 { // no /proc: the rusage, which may be the parent's peak (peakRSS)
 				r.rss = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
