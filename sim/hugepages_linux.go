@@ -13,7 +13,7 @@ const hugePage = 2 << 20
 // adviseHuge asks the kernel to back the whole 2 MiB pages of s's backing
 // array with transparent huge pages (madvise MADV_HUGEPAGE), for arrays of
 // at least 4 MiB, and returns the range it advised (nil when none), for
-// unadviseHuge once the array is let go.
+// unadviseHuge once the array is let go. s must be all zero (just made).
 //
 // The engine's per-client and per-attempt arrays are read at random, a
 // record or two per event; on 4 KiB pages nearly every such read of a large
@@ -37,6 +37,12 @@ func adviseHuge[T any](s []T) []byte {
 	if unix.Madvise(b, unix.MADV_HUGEPAGE) != nil {
 		return nil // declined: the same as not asked
 	}
+	// The advice governs only the pages faulted in after it. A fresh array
+	// on pages the collector reused (a design after the first two) was
+	// already zeroed by the allocator on the 4 KiB pages those had, and
+	// would keep them; dropping the pages makes the next touch fault in
+	// zeroed huge pages. s is all zero, so what it reads does not change.
+	_ = unix.Madvise(b, unix.MADV_DONTNEED) // declined: the pages stay as they are
 	return b
 }
 
