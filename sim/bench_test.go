@@ -276,8 +276,13 @@ func reportFloors(b *testing.B, small, big childRun) {
 	reportDesigns(b, small, big)
 }
 
-// reportDesigns reports each design's own engine loop time at 1M over its
-// loop time at 100k (loop-1m/100k-<design>). The designs share the clients'
+// reportDesigns reports each design's own engine loop time at 1M, in
+// seconds (loop-s-1m-<design>) and over its loop time at 100k
+// (loop-1m/100k-<design>), and the 1M run's wall time over its designs'
+// loop times summed and shared out over the designs run at once
+// (wall/loops-1m): 1 when the cores were never left idle and the run did
+// nothing but loop, more when a long design ran on alone at the end or the
+// setup and the rows took their share. The designs share the clients'
 // and attempts' arrays and the queue, and differ in their stores; one
 // design's ratio standing out from the others' points at what only it has,
 // or at the design it ran beside (Run runs two at a time on two cores).
@@ -287,9 +292,13 @@ func reportDesigns(b *testing.B, small, big childRun) {
 		at100k[d.name] = d
 	}
 	for _, d := range big.designs {
+		b.ReportMetric(float64(d.busyNs)/1e9, "loop-s-1m-"+d.name)
 		if s, ok := at100k[d.name]; ok && s.busyNs > 0 {
 			b.ReportMetric(float64(d.busyNs)/float64(s.busyNs), "loop-1m/100k-"+d.name)
 		}
+	}
+	if big.busyNs > 0 {
+		b.ReportMetric(big.wall.Seconds()/(float64(big.busyNs)/1e9/float64(parallelism())), "wall/loops-1m")
 	}
 }
 

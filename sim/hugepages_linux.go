@@ -38,10 +38,11 @@ func adviseHuge[T any](s []T) []byte {
 		return nil // declined: the same as not asked
 	}
 	// The advice governs only the pages faulted in after it. A fresh array
-	// on pages the collector reused (a design after the first two) was
-	// already zeroed by the allocator on the 4 KiB pages those had, and
-	// would keep them; dropping the pages makes the next touch fault in
-	// zeroed huge pages. s is all zero, so what it reads does not change.
+	// on pages the collector reused (a design that starts after another
+	// finished) was already zeroed by the allocator on the 4 KiB pages
+	// those had, and would keep them; dropping the pages makes the next
+	// touch fault in zeroed huge pages. s is all zero, so what it reads
+	// does not change.
 	_ = unix.Madvise(b, unix.MADV_DONTNEED) // declined: the pages stay as they are
 	return b
 }

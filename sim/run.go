@@ -169,13 +169,11 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 // first). The cost is guessed from what a design keeps per stream event:
 // an in-memory store (its eviction trees) above Redis (the shared heaps
 // its model keeps) above none, shared sessions above the rest, and the
-// scenario's order among equals. At 1,000,000 clients the bench scenario's
-// memory-roundrobin takes 5.6 times what stateless does (42 s against
-// 7.6 on the 2-core machine); over all 720 orders of those loop times,
-// two at a time, the run takes 62 to 81 s, and this order gives the 62.
-// Before it, the designs started in whatever order their goroutines won a
-// semaphore. The order changes no result: each
-// design's engine is its own, and its row goes to its place in the report.
+// scenario's order among equals. make bench-1m reports each design's loop
+// time at 1M (loop-s-1m-<design>) and the run's wall time over its loops'
+// time shared out over the cores (wall/loops-1m). The order changes no
+// result: each design's engine is its own, and its row goes to its place
+// in the report.
 func runOrder(designs []*scenario.Design) []int {
 	rank := func(d *scenario.Design) int {
 		r := 0
