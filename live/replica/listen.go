@@ -50,7 +50,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, msg rpcMessage) 
 		return
 	}
 	if !agreed.Any() {
-		s.listenSend(out, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": s.caps.ListenResult(msg.ID, serverInfo)})
+		s.listenResult(out, msg.ID)
 		return
 	}
 	id, anchor := listenerOf(msg.Params)
@@ -65,10 +65,19 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, msg rpcMessage) 
 		select {
 		case <-r.Context().Done():
 			return
-		case <-s.callsC.Done(): // the process dies: no result
+		case <-s.callsC.Done():
+			// The process dies: no result, unless a drain came first. A
+			// drain ends the listens before it kills the calls, and when
+			// both are closed by the time this stream wakes, select would
+			// pick either.
+			select {
+			case <-s.listenEnd:
+				s.listenResult(out, msg.ID)
+			default:
+			}
 			return
 		case <-s.listenEnd:
-			s.listenSend(out, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": s.caps.ListenResult(msg.ID, serverInfo)})
+			s.listenResult(out, msg.ID)
 			return
 		case <-t.C:
 		}
@@ -78,6 +87,11 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, msg rpcMessage) 
 			return
 		}
 	}
+}
+
+// listenResult ends a listen stream with the subscription's result.
+func (s *Server) listenResult(out *sse, id json.RawMessage) {
+	s.listenSend(out, map[string]any{"jsonrpc": "2.0", "id": id, "result": s.caps.ListenResult(id, serverInfo)})
 }
 
 func (s *Server) listenSend(out *sse, m map[string]any) bool {
