@@ -62,12 +62,18 @@ type CallCount struct {
 // the reconciliation's power runs such a build. It is empty otherwise.
 var underReport string
 
-// countStart registers a call that begins producing.
-func (s *Server) countStart(c *call) {
+// countStart registers a call that begins producing; false when frozen:
+// the counters were read for a hard stop, so the call must not begin (a
+// start logged then would be one the counters lack).
+func (s *Server) countStart(c *call) bool {
 	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.frozen {
+		return false
+	}
 	s.counts.Calls[c.token] = &CallCount{Session: c.session, Stream: c.stream, Events: c.total}
 	s.byStream[c.stream] = c.token
-	s.cmu.Unlock()
+	return true
 }
 
 // countProduced counts one event of c produced (index ≥ 1).

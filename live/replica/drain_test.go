@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stormsim/stormsim/topology"
 )
@@ -66,5 +69,47 @@ func TestServeSocketRefusedAfterClose(t *testing.T) {
 	}
 	if _, err := net.Dial("unix", sock); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dialling the closed socket: %v; want connection refused", err)
+	}
+}
+
+// syncBuffer is a production log that a test reads while the replica writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A call that reaches a replica after its counters were read for a hard
+// stop (Freeze) does not begin: the production log gets no start of it and
+// no counter names it, so the reconciliation finds no attempt the log has
+// and the counters lack. Before, a call in that gap logged its start after
+// the reading and the reconciliation of an honest replica failed on it.
+func TestFrozenReplicaStartsNoCall(t *testing.T) {
+	t.Parallel()
+	cfg := memoryDesign()
+	log := &syncBuffer{}
+	cfg.Log = log
+	srv, c := newServer(t, cfg)
+	c.initialize()
+	srv.Freeze(0)
+	resp := c.call(5, 10) // answered with a stream on which nothing comes: the process is about to die
+	time.Sleep(50 * time.Millisecond) // a producer that did begin would have logged by now
+	resp.Body.Close()
+	if got := log.String(); strings.Contains(got, `"start":true`) {
+		t.Errorf("the frozen replica logged a call's start:\n%s", got)
+	}
+	if counts := srv.Snapshot(); len(counts.Calls) != 0 {
+		t.Errorf("the frozen replica counted %d calls after the reading, want 0: %+v", len(counts.Calls), counts.Calls)
 	}
 }

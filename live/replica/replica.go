@@ -591,7 +591,9 @@ func (s *Server) produce(c *call, reqID, meta json.RawMessage, a streamArgs) {
 	}
 	padJSON, _ := json.Marshal(strings.Repeat("x", a.Bytes))
 	c.logHead = logHead(c)
-	s.countStart(c)
+	if !s.countStart(c) {
+		return // frozen for a hard stop: the process dies before it would produce
+	}
 	s.logLine(map[string]any{"session": c.session, "stream": c.stream, "token": c.token, "start": true, "t_ns": time.Now().UnixNano()})
 	if s.priming() {
 		s.emit(ctx, c, store.Event{Index: 0})
