@@ -103,8 +103,10 @@ func TestFrozenReplicaStartsNoCall(t *testing.T) {
 	srv, c := newServer(t, cfg)
 	c.initialize()
 	srv.Freeze(0)
-	resp := c.call(5, 10) // answered with a stream on which nothing comes: the process is about to die
-	time.Sleep(50 * time.Millisecond) // a producer that did begin would have logged by now
+	// Answered with a stream on which nothing comes: the process is about
+	// to die. A producer that did begin would have logged within 50 ms.
+	resp := c.call(5, 10)
+	time.Sleep(50 * time.Millisecond)
 	resp.Body.Close()
 	if got := log.String(); strings.Contains(got, `"start":true`) {
 		t.Errorf("the frozen replica logged a call's start:\n%s", got)
