@@ -205,12 +205,25 @@ bench: ## the pinned 100,000-client deploy-restart, 3 runs: queue events, stream
 # the Redis concurrency (80 shards) and the memory store's cap per replica (100 MiB) are 10 times
 # the pinned workload's, so that the arrivals take as long and each store is as loaded per stream.
 # It prints both wall times and their ratio, queue and stream events per client, peak RSS and
-# bytes per client. A round at 1,000,000 clients takes minutes and gigabytes of memory;
+# bytes per client, and bare-loop floors measured after both runs (docs/architecture.md). A round at 1,000,000 clients takes minutes and gigabytes of memory;
 # BENCH_1M_COUNT=1 runs one round.
 .PHONY: bench-1m
 BENCH_1M_COUNT ?= 3
 bench-1m: ## deploy-restart at 1,000,000 clients beside 100,000 (each a child process): wall times and ratio, events and peak RSS per client
-	$(MEASURE) -make bench-1m bench-1m -- $(GO) test -run '^$$' -bench BenchmarkMillion -benchtime 1x -count $(BENCH_1M_COUNT) -timeout 180m ./sim/
+	$(MEASURE) -make bench-1m bench-1m -- $(GO) test -run '^$$' -bench '^BenchmarkMillion$$' -benchtime 1x -count $(BENCH_1M_COUNT) -timeout 180m ./sim/
+
+# make bench-1m-work: bench-1m's two children (all six designs at 100,000 and 1,000,000 clients),
+# once, under valgrind's cachegrind with no cache model: it counts the instructions each process
+# executes, which no cache or TLB changes, and prints instructions per queue event at each size and
+# the 1M run's over the 100k run's, for the whole process, the code outside the Go runtime and the
+# runtime's. Beside bench-1m's wall ratio it tells work that grows from time per instruction that
+# grows. The test binary is built with go test -c, which keeps the symbols that name the runtime's
+# functions (go test strips them). It needs valgrind (installed if missing) and takes about 25 minutes.
+.PHONY: bench-1m-work
+bench-1m-work: ## bench-1m's two runs once under valgrind: instructions per queue event at 100k and 1M and their ratio (the work, apart from the time each instruction takes)
+	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y valgrind >/dev/null; } || { echo "make bench-1m-work needs valgrind (Debian: apt-get install valgrind)" >&2; exit 1; }
+	$(GO) test -c -o bin/sim.test ./sim/
+	$(MEASURE) -make bench-1m-work bench-1m-work -- sh -c 'cd sim && ../bin/sim.test -test.run "^$$" -test.bench BenchmarkMillionWork -test.benchtime 1x -test.count 1 -test.timeout 180m'
 
 bench-live: ## live engine figures: streams held at 1 event/s, storm absorption, CPU per event beside a bare relay's, Redis appends / redis-benchmark, calibrate's rates and latencies
 	$(MEASURE) -make bench-live bench-live-store -- $(GO) test -run '^$$' -bench BenchmarkRedisAppend -benchtime 1x -count 5 ./live/store/

@@ -250,6 +250,24 @@ func BenchmarkMillion(b *testing.B) {
 //     much memory as the whole run held, its other arrays, queue and
 //     stores included, and not only its clients.
 //
+// It also measures what one exposed miss costs at each size: chase-ns-100k
+// and chase-ns-1m are one read of a client-sized record whose index the
+// previous read gave (a pointer chase through a random cycle of as many
+// records as the run has clients, advised as the engine advises its
+// clients), which no out-of-order execution or prefetch can overlap.
+// excess-ns/queue-event is how much more the engines' loop time per queue
+// event is at 1M than at 100k, and excess/chase that excess over
+// chase-ns-1m − chase-ns-100k: how many exposed misses per event at 1M
+// would account for all of it.
+//
+// And it measures what the engine's prefetch leaves of one miss at each
+// size: step-ns-100k and step-ns-1m are one step of bareStepNs, a few
+// hundred ns of work on a random client-sized record prefetched two steps
+// ahead, and step-excess-ns their difference. prefetched-floor-1m/100k is
+// the ratio the bench would read if each queue event at 1M cost what it
+// costs at 100k plus that excess once: one record per event, prefetched as
+// the engine prefetches, and nothing else slower.
+//
 // A floor above 10 says the loop alone costs more per event at 1M than
 // at 100k. The engine's own loop time per queue event over the heap op
 // at each size is cost/heap-op-100k and -1m.
@@ -273,6 +291,21 @@ func reportFloors(b *testing.B, small, big childRun) {
 	b.ReportMetric(rs, "touch-ns-rss-100k")
 	b.ReportMetric(rb, "touch-ns-rss-1m")
 	b.ReportMetric(qb*rb/(qs*rs), "touch-rss-floor-1m/100k")
+	cs, cb := bareChaseNs(100_000), bareChaseNs(1_000_000)
+	b.ReportMetric(cs, "chase-ns-100k")
+	b.ReportMetric(cb, "chase-ns-1m")
+	excess := float64(big.busyNs)/qb - float64(small.busyNs)/qs
+	b.ReportMetric(excess, "excess-ns/queue-event")
+	if cb > cs {
+		b.ReportMetric(excess/(cb-cs), "excess/chase")
+	}
+	ps, pb := bareStepNs(100_000), bareStepNs(1_000_000)
+	b.ReportMetric(ps, "step-ns-100k")
+	b.ReportMetric(pb, "step-ns-1m")
+	b.ReportMetric(pb-ps, "step-excess-ns")
+	if per := float64(small.busyNs) / qs; per > 0 {
+		b.ReportMetric(qb/qs*(1+(pb-ps)/per), "prefetched-floor-1m/100k")
+	}
 	reportDesigns(b, small, big)
 }
 
@@ -334,6 +367,86 @@ func bareTouchNs(n int, huge bool) float64 {
 	return ws[2]
 }
 
+var chaseSink uint32
+
+// bareStepNs is the median cost in ns of one step of a loop that does what
+// the engine does at the least for each queue event, with the engine's
+// prefetch: it prefetches the record two steps ahead (as prefetchNext does
+// the event after the next), then reads two words of a random record of n
+// client-sized ones, at an offset that depends on the step before, works
+// on them for a few hundred ns without touching memory (a dependent chain
+// of shifts and xors), and writes the result back. The record's indices
+// are drawn beforehand, so the prefetch knows them as the heap knows its
+// next events. Over three measurements, the records advised as the engine
+// advises its clients.
+func bareStepNs(n int) float64 {
+	type record struct {
+		hot [unsafe.Sizeof(client{}) / 8]uint64
+	}
+	recs := make([]record, n)
+	defer unadviseHuge(adviseHuge(recs))
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range recs {
+		recs[i].hot[0] = rng.Uint64()
+	}
+	const ops, ahead = 2_000_000, 2
+	idx := make([]int32, ops+ahead)
+	for i := range idx {
+		idx[i] = int32(rng.IntN(n))
+	}
+	var ws []float64
+	x := uint64(1)
+	for range 3 {
+		start := time.Now()
+		for i := range ops {
+			prefetchLines(unsafe.Pointer(&recs[idx[i+ahead]]), clientLines)
+			r := &recs[idx[i]]
+			x += r.hot[x&7] + r.hot[len(r.hot)-1]
+			for range 200 {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+			}
+			r.hot[0] = x
+		}
+		ws = append(ws, float64(time.Since(start).Nanoseconds())/ops)
+	}
+	chaseSink = uint32(x)
+	slices.Sort(ws)
+	return ws[1]
+}
+
+// bareChaseNs is the median cost in ns of one dependent read in n records
+// the size of the engine's client: each record holds the index of the next
+// in one random cycle through all n, so every read waits for the one
+// before it, over five measurements. The records' pages are advised as the
+// engine advises its clients'.
+func bareChaseNs(n int) float64 {
+	type record struct {
+		next uint32
+		rest [unsafe.Sizeof(client{}) - 4]byte
+	}
+	recs := make([]record, n)
+	defer unadviseHuge(adviseHuge(recs))
+	perm := rand.New(rand.NewPCG(3, 3)).Perm(n)
+	for i := range n {
+		recs[perm[i]].next = uint32(perm[(i+1)%n])
+	}
+	const ops = 5_000_000
+	var ws []float64
+	p := uint32(perm[0])
+	for range 5 {
+		start := time.Now()
+		for range ops {
+			p = recs[p].next
+		}
+		ws = append(ws, float64(time.Since(start).Nanoseconds())/ops)
+	}
+	chaseSink = p // keeps the chase from being optimized away
+	slices.Sort(ws)
+	return ws[2]
+}
+
 func benchChild(b *testing.B, clients string) {
 	n, err := strconv.Atoi(clients)
 	if err != nil {
@@ -382,8 +495,17 @@ func peakRSS() int64 {
 
 func benchChildRun(b *testing.B, n int) childRun {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkMillion$", "-test.benchtime=1x", "-test.count=1", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", benchClientsEnv, n))
+	return benchChildUnder(b, n, nil, nil)
+}
+
+// benchChildUnder is benchChildRun with the child started under the
+// command wrap, when there is one (BenchmarkMillionWork's valgrind), and
+// with env added to its environment.
+func benchChildUnder(b *testing.B, n int, wrap, env []string) childRun {
+	b.Helper()
+	args := append(slices.Clone(wrap), os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkMillion$", "-test.benchtime=1x", "-test.count=1", "-test.timeout=0")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(append(os.Environ(), env...), fmt.Sprintf("%s=%d", benchClientsEnv, n))
 	cmd.Stderr = os.Stderr
 	start := time.Now()
 	out, err := cmd.Output()

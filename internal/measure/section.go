@@ -79,6 +79,7 @@ var titles = map[string]string{
 	"bench-sweep":          "make bench: a plan sweep of 10 loads × 6 designs",
 	"cpu-profile":          "make bench: where the simulator's time goes (CPU profile)",
 	"bench-1m":             "make bench-1m: a million clients beside a hundred thousand",
+	"bench-1m-work":        "make bench-1m-work: the instructions a million clients take beside a hundred thousand",
 	"bench-live-store":     "make bench-live: Redis appends against redis-benchmark",
 	"bench-live-streams":   "make bench-live: streams held, storm absorption, CPU per event",
 	"bench-live-floor":     "make bench-live: the CPU per event of a bare relay in the same processes",
