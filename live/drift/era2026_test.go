@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stormsim/stormsim/clients"
+	"github.com/stormsim/stormsim/live/internal/logbuf"
 	"github.com/stormsim/stormsim/live/sdkreplica"
 	"github.com/stormsim/stormsim/protocol"
 )
@@ -236,24 +237,6 @@ func TestDrift2026GoSDK(t *testing.T) {
 		func(p *clients.Config) { p.RetryOn = clients.RetryOnAny })
 }
 
-// lockedBuf is a production log the replica writes while the test reads.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
-}
-
 // cutter stands between a client and a server: it forwards every request,
 // and cuts an SSE stream right after its first event of method after
 // ("notifications/progress" when ""), closing the connection to the server
@@ -347,7 +330,7 @@ type cancelled struct {
 // 50 ms apart, and reads the log once the call was cancelled or had time
 // to end.
 func cutCall(t *testing.T, cfg sdkreplica.Config) cancelled {
-	log := &lockedBuf{}
+	log := &logbuf.Buffer{}
 	cfg.Era, cfg.Revision, cfg.Log = revision, true, log
 	up := httptest.NewServer(sdkreplica.New(cfg))
 	defer up.Close()
@@ -372,7 +355,7 @@ func cutCall(t *testing.T, cfg sdkreplica.Config) cancelled {
 	// The call's whole production takes 2 s: wait for its cancelled line
 	// or for its end, and a little longer for a late event.
 	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if ls := log.lines(); strings.Contains(ls[len(ls)-1], `"cancelled"`) || strings.Contains(ls[len(ls)-1], `"index":40`) {
+		if ls := log.Lines(); strings.Contains(ls[len(ls)-1], `"cancelled"`) || strings.Contains(ls[len(ls)-1], `"index":40`) {
 			break
 		}
 	}
@@ -381,7 +364,7 @@ func cutCall(t *testing.T, cfg sdkreplica.Config) cancelled {
 	at := cut.cut
 	out.Posts = cut.calls
 	cut.mu.Unlock()
-	for _, l := range log.lines() {
+	for _, l := range log.Lines() {
 		var rec struct {
 			Index     int   `json:"index"`
 			Cancelled bool  `json:"cancelled"`

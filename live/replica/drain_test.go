@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -9,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/live/internal/logbuf"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -72,24 +71,6 @@ func TestServeSocketRefusedAfterClose(t *testing.T) {
 	}
 }
 
-// syncBuffer is a production log that a test reads while the replica writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A call that reaches a replica after its counters were read for a hard
 // stop (Freeze) does not begin: the production log gets no start of it and
 // no counter names it, so the reconciliation finds no attempt the log has
@@ -98,7 +79,7 @@ func (b *syncBuffer) String() string {
 func TestFrozenReplicaStartsNoCall(t *testing.T) {
 	t.Parallel()
 	cfg := memoryDesign()
-	log := &syncBuffer{}
+	log := &logbuf.Buffer{}
 	cfg.Log = log
 	srv, c := newServer(t, cfg)
 	c.initialize()
