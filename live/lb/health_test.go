@@ -236,7 +236,7 @@ func TestActiveProbes(t *testing.T) {
 		t.Errorf("out of the pool after %d failed probes, want 3", n)
 	}
 	sick.Store(false)
-	waitFor("slot 1 back in the pool", func() bool { return b.InPool(1) })
+	waitFor("slot 1 back in the pool", func() bool { return b.InPool(1) && len(ch.list()) >= 2 }) // and its OnChange, as above
 	want := []string{"1 false: active check: 3 probes failed in a row (last: 503 Service Unavailable)", "1 true: active check: probe passed"}
 	if got := ch.list(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("changes %q, want %q", got, want)
