@@ -221,7 +221,7 @@ bench-1m: ## deploy-restart at 1,000,000 clients beside 100,000 (each a child pr
 # functions (go test strips them). It needs valgrind (installed if missing) and takes about 25 minutes.
 .PHONY: bench-1m-work
 bench-1m-work: ## bench-1m's two runs once under valgrind: instructions per queue event at 100k and 1M and their ratio (the work, apart from the time each instruction takes)
-	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y valgrind >/dev/null; } || { echo "make bench-1m-work needs valgrind (Debian: apt-get install valgrind)" >&2; exit 1; }
+	@command -v valgrind >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y valgrind >/dev/null; } || { echo "make bench-1m-work needs valgrind (Debian: apt-get install valgrind)" >&2; exit 1; }
 	$(GO) test -c -o bin/sim.test ./sim/
 	$(MEASURE) -make bench-1m-work bench-1m-work -- sh -c 'cd sim && ../bin/sim.test -test.run "^$$" -test.bench BenchmarkMillionWork -test.benchtime 1x -test.count 1 -test.timeout 180m'
 

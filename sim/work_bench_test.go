@@ -33,8 +33,7 @@ import (
 // runs one thread at a time, and the runtime's count includes its
 // scheduler's spinning and the collector's idle workers, which run for as
 // long as the other threads leave them, so it moves between runs of the same
-// tree (the 100k run's runtime count has read 219 and 1,343 instructions per
-// queue event). valgrind is required; the wall times under it mean nothing.
+// tree. valgrind is required; the wall times under it mean nothing.
 func BenchmarkMillionWork(b *testing.B) {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {
@@ -82,9 +81,14 @@ func printGrowth(small, big childWork, n int) {
 
 // childWork is what one child counted under cachegrind.
 type childWork struct {
-	run            childRun
-	total, runtime int64 // instructions: all, and in functions of package runtime
-	fns            map[string]int64
+	run childRun
+	cgCounts
+}
+
+// cgCounts is a cachegrind output file's instruction counts.
+type cgCounts struct {
+	total, runtime int64            // all, and in functions of package runtime
+	fns            map[string]int64 // each function's own
 }
 
 func workChild(b *testing.B, vg, dir string, n int) childWork {
@@ -97,34 +101,28 @@ func workChild(b *testing.B, vg, dir string, n int) childWork {
 		godebug = v + "," + godebug
 	}
 	run := benchChildUnder(b, n, []string{vg, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=" + out, "--quiet"}, []string{"GODEBUG=" + godebug})
-	total, rt, fns, err := readCachegrindFns(out)
+	cg, err := readCachegrind(out)
 	if err != nil {
 		b.Fatalf("the run at %d clients under cachegrind: %v", n, err)
 	}
-	return childWork{run: run, total: total, runtime: rt, fns: fns}
+	return childWork{run: run, cgCounts: cg}
 }
 
 // readCachegrind sums a cachegrind output file's instruction counts (its
-// only event, --cache-sim=no): over every function, and over the functions
-// of package runtime. The file lists, under each fn= line, lines of a
-// source line number and the instructions counted there; its summary line
-// is the total, which the sum must equal.
-func readCachegrind(path string) (total, runtimeIr int64, err error) {
-	total, runtimeIr, _, err = readCachegrindFns(path)
-	return total, runtimeIr, err
-}
-
-// readCachegrindFns is readCachegrind with each function's own count.
-func readCachegrindFns(path string) (total, runtimeIr int64, fns map[string]int64, err error) {
+// only event, --cache-sim=no): over every function, over the functions of
+// package runtime, and per function. The file lists, under each fn= line,
+// lines of a source line number and the instructions counted there; its
+// summary line is the total, which the sum must equal.
+func readCachegrind(path string) (cgCounts, error) {
+	out := cgCounts{fns: map[string]int64{}}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, nil, err
+		return out, err
 	}
 	defer f.Close()
 	var inRuntime bool
 	var fn string
-	fns = map[string]int64{}
-	var sum, summary int64 = 0, -1
+	summary := int64(-1)
 	named := 0 // functions with a name
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -140,7 +138,7 @@ func readCachegrindFns(path string) (total, runtimeIr int64, fns map[string]int6
 		}
 		if v, ok := strings.CutPrefix(line, "summary: "); ok {
 			if summary, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-				return 0, 0, nil, fmt.Errorf("%s: summary %q: %v", path, v, err)
+				return out, fmt.Errorf("%s: summary %q: %v", path, v, err)
 			}
 			continue
 		}
@@ -150,24 +148,24 @@ func readCachegrindFns(path string) (total, runtimeIr int64, fns map[string]int6
 		}
 		ir, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil {
-			return 0, 0, nil, fmt.Errorf("%s: %q: %v", path, line, err)
+			return out, fmt.Errorf("%s: %q: %v", path, line, err)
 		}
-		sum += ir
-		fns[fn] += ir
+		out.total += ir
+		out.fns[fn] += ir
 		if inRuntime {
-			runtimeIr += ir
+			out.runtime += ir
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: %v", path, err)
+		return out, fmt.Errorf("%s: %v", path, err)
 	}
-	if summary < 0 || summary != sum {
-		return 0, 0, nil, fmt.Errorf("%s: the functions' counts sum to %d, the summary says %d", path, sum, summary)
+	if summary < 0 || summary != out.total {
+		return out, fmt.Errorf("%s: the functions' counts sum to %d, the summary says %d", path, out.total, summary)
 	}
 	if named == 0 {
-		return 0, 0, nil, fmt.Errorf("%s: no function has a name: the binary has no symbol table (go test strips it; build with go test -c)", path)
+		return out, fmt.Errorf("%s: no function has a name: the binary has no symbol table (go test strips it; build with go test -c)", path)
 	}
-	return sum, runtimeIr, fns, nil
+	return out, nil
 }
 
 func TestReadCachegrind(t *testing.T) {
@@ -181,20 +179,20 @@ func TestReadCachegrind(t *testing.T) {
 	}
 	const head = "desc: I1 cache: 32768 B\ncmd: x\nevents: Ir\nfl=a.go\n"
 	p := write(head + "fn=runtime.scanobject\n1 700\n2 50\nfn=github.com/x/sim.(*engine).run\n3 200\nfl=b.go\nfn=internal/runtime/maps.(*Map).Get\n4 25\nfn=main.main\n0 25\nsummary: 1000\n")
-	total, rt, err := readCachegrind(p)
-	if err != nil || total != 1000 || rt != 775 {
-		t.Fatalf("total %d runtime %d err %v; want 1000, 775, nil", total, rt, err)
+	cg, err := readCachegrind(p)
+	if err != nil || cg.total != 1000 || cg.runtime != 775 || cg.fns["main.main"] != 25 || cg.fns["runtime.scanobject"] != 750 {
+		t.Fatalf("%+v, err %v; want 1000 in all, 775 in the runtime, main.main 25, runtime.scanobject 750", cg, err)
 	}
-	if _, _, err := readCachegrind(write(head + "fn=main.main\n1 10\nsummary: 11\n")); err == nil || !strings.Contains(err.Error(), "sum to 10, the summary says 11") {
+	if _, err := readCachegrind(write(head + "fn=main.main\n1 10\nsummary: 11\n")); err == nil || !strings.Contains(err.Error(), "sum to 10, the summary says 11") {
 		t.Errorf("a summary that is not the sum: err %v", err)
 	}
-	if _, _, err := readCachegrind(write(head + "fn=main.main\n1 10\n")); err == nil {
+	if _, err := readCachegrind(write(head + "fn=main.main\n1 10\n")); err == nil {
 		t.Error("a file with no summary read without an error")
 	}
-	if _, _, err := readCachegrind(write(head + "fn=???\n1 10\nsummary: 10\n")); err == nil || !strings.Contains(err.Error(), "no symbol table") {
+	if _, err := readCachegrind(write(head + "fn=???\n1 10\nsummary: 10\n")); err == nil || !strings.Contains(err.Error(), "no symbol table") {
 		t.Errorf("a stripped binary's file: err %v", err)
 	}
-	if _, _, err := readCachegrind(filepath.Join(dir, "missing")); err == nil {
+	if _, err := readCachegrind(filepath.Join(dir, "missing")); err == nil {
 		t.Error("a missing file read without an error")
 	}
 }

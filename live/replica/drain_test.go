@@ -85,14 +85,16 @@ func TestFrozenReplicaStartsNoCall(t *testing.T) {
 	c.initialize()
 	srv.Freeze(0)
 	// Answered with a stream on which nothing comes: the process is about
-	// to die. A producer that did begin would have logged within 50 ms.
+	// to die. The call's producer is running once the answer's headers are
+	// out; a second Freeze returns once it has (a producer that did begin
+	// logs its start and, its calls' context cancelled, returns at once).
 	resp := c.call(5, 10)
-	time.Sleep(50 * time.Millisecond)
+	counts := srv.Freeze(10 * time.Second)
 	resp.Body.Close()
 	if got := log.String(); strings.Contains(got, `"start":true`) {
 		t.Errorf("the frozen replica logged a call's start:\n%s", got)
 	}
-	if counts := srv.Snapshot(); len(counts.Calls) != 0 {
+	if len(counts.Calls) != 0 {
 		t.Errorf("the frozen replica counted %d calls after the reading, want 0: %+v", len(counts.Calls), counts.Calls)
 	}
 }
