@@ -351,6 +351,7 @@ func (e *engine) run() {
 	perClient := sc.Duration.Seconds()/(meanCall+w.Think.Seconds()+1) + 1
 	e.attempts = make([]attempt, 0, int(float64(len(e.arrivals))*perClient*1.2)+16)
 	e.huge = [][]byte{adviseHuge(e.clients), adviseHuge(e.attempts)}
+	e.q = newQueue(e.horizon)
 	e.q.h = make([]event, 0, 1<<14)
 	if len(e.arrivals) > 0 {
 		e.schedule(e.arrivals[0], evArrive, 0, 0) // each arrival queues the next

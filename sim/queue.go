@@ -1,5 +1,7 @@
 package sim
 
+import "math"
+
 // evKind says what a queued event does.
 type evKind uint8
 
@@ -44,11 +46,23 @@ func (a *event) less(b *event) bool {
 
 // queue orders events by (at, seq); seq is the insertion order, so ties
 // break the same way on every run. It has two tiers: a 4-ary min-heap holds
-// the events of the current window of virtual time (2^28 ns, about a quarter
-// of a second), and later events wait unsorted in one list per window until
-// their window comes. Most events are scheduled seconds ahead (a call's last
-// event, a think time, a timeout), so the heap stays small and cache-resident
-// while a far insertion is an append.
+// the events of the current window of virtual time, and later events wait
+// unsorted in one list per window until their window comes. Most events are
+// scheduled seconds ahead (a call's last event, a think time, a timeout), so
+// the heap stays small and cache-resident while a far insertion is an
+// append.
+//
+// A window starts 2^28 ns wide, about a quarter of a second. When one opens
+// with more than windowLoad events, the windows after it are halved (down
+// to 2^20 ns, a millisecond), so that the heap holds about as many events at
+// a million clients as at a hundred thousand: at a fixed width it held ten
+// times as many, and the extra levels were most of the growth in the
+// engine's instructions per event (make bench-1m-work). The width changes
+// only the cost: the order is (at, seq) whatever it is.
+//
+// Events past the last window (at > end) wait in one unsorted list, taken
+// into the heap once every window is done, so that the far tier's index is
+// bounded by the run's horizon and not by its latest timeout.
 //
 // A far window is a list of blocks of events, taken from and given back to
 // a free list, so that the far tier stops allocating once it has held its
@@ -57,16 +71,23 @@ func (a *event) less(b *event) bool {
 // with them the heap's growth (and peak RSS) toward twice what the run
 // holds (make bench-1m measures the peak RSS per client).
 type queue struct {
-	h    []event     // the heap of the current window
-	far  [][][]event // far[w] holds the events of window w, for w > cur, in blocks
-	cur  int64       // the current window: every event with at < (cur+1)·2^28 is in h
-	n    int
-	seq  uint32
-	free [][]event // emptied blocks, reused
+	h     []event     // the heap of the current window
+	far   [][][]event // far[w] holds the events of window w, for cur < w ≤ last, in blocks
+	late  []event     // the events of no window: after last
+	cur   int64       // the current window: every event with at < (cur+1)·2^shift is in h
+	last  int64       // the last window, the one that holds end
+	shift uint8       // log2 of a window's width in ns
+	n     int
+	seq   uint32
+	free  [][]event // emptied blocks, reused
 }
 
 const (
-	windowShift = 28
+	windowShiftMax = 28
+	windowShiftMin = 20
+	// a window that opens with more than windowLoad events halves the
+	// windows after it
+	windowLoad = 4096
 	// a window's first block holds farBlockMin events and each next one
 	// twice the last, up to farBlock (48 KiB), so that a small run's
 	// windows stay small
@@ -74,30 +95,45 @@ const (
 	farBlock    = 2048
 )
 
+// newQueue is an empty queue whose windows reach to end: later events are
+// popped in order too, after a slower path.
+func newQueue(end int64) queue {
+	return queue{shift: windowShiftMax, last: max(end, 0) >> windowShiftMax}
+}
+
 func (q *queue) Len() int { return q.n }
 
 func (q *queue) push(e event) {
 	e.seq = q.seq
 	q.seq++
 	q.n++
-	if w := e.at >> windowShift; w > q.cur {
-		for int64(len(q.far)) <= w {
-			q.far = append(q.far, nil)
-		}
-		bs := q.far[w]
-		if n := len(bs); n == 0 || len(bs[n-1]) == cap(bs[n-1]) {
-			want := farBlockMin
-			if n > 0 {
-				want = min(2*cap(bs[n-1]), farBlock)
-			}
-			bs = append(bs, q.block(want))
-			q.far[w] = bs
-		}
-		last := &bs[len(bs)-1]
-		*last = append(*last, e)
+	if w := e.at >> q.shift; w > q.cur {
+		q.farPush(e, w)
 		return
 	}
 	q.heapPush(e)
+}
+
+// farPush adds e to window w's list, or to late past the last window.
+func (q *queue) farPush(e event, w int64) {
+	if w > q.last {
+		q.late = append(q.late, e)
+		return
+	}
+	for int64(len(q.far)) <= w {
+		q.far = append(q.far, nil)
+	}
+	bs := q.far[w]
+	if n := len(bs); n == 0 || len(bs[n-1]) == cap(bs[n-1]) {
+		want := farBlockMin
+		if n > 0 {
+			want = min(2*cap(bs[n-1]), farBlock)
+		}
+		bs = append(bs, q.block(want))
+		q.far[w] = bs
+	}
+	last := &bs[len(bs)-1]
+	*last = append(*last, e)
 }
 
 // block is an empty far block: from the free list when it has one,
@@ -113,19 +149,56 @@ func (q *queue) block(want int) []event {
 
 func (q *queue) pop() event {
 	for len(q.h) == 0 {
-		q.cur++
-		if q.cur < int64(len(q.far)) && q.far[q.cur] != nil {
-			for _, b := range q.far[q.cur] {
-				for _, e := range b {
-					q.heapPush(e)
-				}
-				q.free = append(q.free, b[:0])
-			}
-			q.far[q.cur] = nil
-		}
+		q.open()
 	}
 	q.n--
 	return q.heapPop()
+}
+
+// open moves on to the next window and takes its events into the heap;
+// past the last window, it takes every event left, and every later push
+// goes to the heap.
+func (q *queue) open() {
+	q.cur++
+	if q.cur > q.last {
+		for _, e := range q.late {
+			q.heapPush(e)
+		}
+		q.late, q.cur, q.last = nil, math.MaxInt64>>1, math.MaxInt64>>1
+		return
+	}
+	if q.cur >= int64(len(q.far)) || q.far[q.cur] == nil {
+		return
+	}
+	for _, b := range q.far[q.cur] {
+		for _, e := range b {
+			q.heapPush(e)
+		}
+		q.free = append(q.free, b[:0])
+	}
+	q.far[q.cur] = nil
+	if len(q.h) > windowLoad && q.shift > windowShiftMin {
+		q.narrow()
+	}
+}
+
+// narrow halves the windows after the current one. The current window's
+// events are in the heap; its end is that of the first half-window after
+// it, so cur becomes 2·cur+1, and each far window's events go to the
+// half-window they fall in.
+func (q *queue) narrow() {
+	q.shift--
+	q.cur, q.last = 2*q.cur+1, 2*q.last+1
+	old := q.far
+	q.far = make([][][]event, 0, 2*len(old))
+	for _, bs := range old {
+		for _, b := range bs {
+			for _, e := range b {
+				q.farPush(e, e.at>>q.shift)
+			}
+			q.free = append(q.free, b[:0])
+		}
+	}
 }
 
 func (q *queue) heapPush(e event) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -13,7 +14,7 @@ import (
 func TestQueueOrder(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
-	var q queue
+	q := newQueue(math.MaxInt64)
 	ref := &intHeap{}
 	for i := 0; i < 200000; i++ {
 		if q.Len() > 0 && rng.IntN(3) == 0 {
@@ -44,7 +45,7 @@ func popMatches(t *testing.T, q *queue, ref *intHeap, i int) event {
 func TestQueueOrderAdvancing(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
-	var q queue
+	q := newQueue(math.MaxInt64)
 	ref := &intHeap{}
 	var now int64 // in units of 2^24 ns
 	for i := 0; i < 600000; i++ {
@@ -58,6 +59,34 @@ func TestQueueOrderAdvancing(t *testing.T) {
 	}
 	if len(q.free) == 0 {
 		t.Fatal("no far block was handed back: the test did not reach the reuse")
+	}
+}
+
+// The same when windows fill: events as dense as at a million clients,
+// so that windows narrow while far ones hold events, and an end before the
+// last of them, so that some wait past the last window.
+func TestQueueOrderNarrowing(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 5))
+	q := newQueue(100 << 24)
+	ref := &intHeap{}
+	var now int64 // in units of 2^24 ns
+	lates := 0
+	for i := 0; i < 400000; i++ {
+		if q.Len() > 100000 && rng.IntN(2) == 0 {
+			now = popMatches(t, &q, ref, i).at >> 24
+			continue
+		}
+		at := (now + rng.Int64N(60)) << 24
+		heap.Push(ref, (at>>24)<<20|int64(q.seq))
+		q.push(event{at: at})
+		lates = max(lates, len(q.late))
+	}
+	for i := 0; q.Len() > 0; i++ {
+		popMatches(t, &q, ref, i)
+	}
+	if q.shift > windowShiftMax-3 || lates == 0 {
+		t.Fatalf("window width 2^%d, at most %d events past the last window: the test did not narrow three times or reach the end", q.shift, lates)
 	}
 }
 
