@@ -54,10 +54,11 @@ func (a *event) less(b *event) bool {
 //
 // A window starts 2^28 ns wide, about a quarter of a second. When one opens
 // with more than windowLoad events, the windows after it are halved (down
-// to 2^20 ns, a millisecond), so that the heap holds about as many events at
-// a million clients as at a hundred thousand: at a fixed width it held ten
-// times as many, and the extra levels were most of the growth in the
-// engine's instructions per event (make bench-1m-work). The width changes
+// to 2^20 ns, a millisecond), so that the windows a run opens hold a bounded
+// number of events however many clients it has: at a fixed width a window
+// held ten times as many at ten times the clients, and the heap's extra
+// levels were most of the growth in the engine's instructions per event
+// (make bench-1m-work). The width changes
 // only the cost: the order is (at, seq) whatever it is.
 //
 // Events past the last window (at > end) wait in one unsorted list, taken

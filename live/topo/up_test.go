@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/stormsim/stormsim/live/internal/logbuf"
 	"github.com/stormsim/stormsim/live/internal/wait"
 	"github.com/stormsim/stormsim/live/lb"
 	"github.com/stormsim/stormsim/live/redisd"
@@ -28,24 +29,6 @@ import (
 // user runs, and reach the topology as an outside client does: through the
 // endpoint, with the official go-sdk client or plain HTTP.
 
-// lockedBuf is a buffer safe for concurrent use.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // upProc is a running `stormsim up`.
 type upProc struct {
 	t        *testing.T
@@ -53,9 +36,9 @@ type upProc struct {
 	endpoint string
 	state    string
 	logs     string
-	slots    map[int]int // slot → pid, as the listing printed them
-	stdout   lockedBuf   // everything it printed, the listing included
-	stderr   lockedBuf   // its log
+	slots    map[int]int   // slot → pid, as the listing printed them
+	stdout   logbuf.Buffer // everything it printed, the listing included
+	stderr   logbuf.Buffer // its log
 	exited   chan struct{}
 	err      error // its exit, once exited is closed
 	seen     time.Time
