@@ -1,6 +1,9 @@
 package sim
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // evKind says what a queued event does.
 type evKind uint8
@@ -73,7 +76,7 @@ func (a *event) less(b *event) bool {
 // holds (make bench-1m measures the peak RSS per client).
 type queue struct {
 	h     []event     // the heap of the current window
-	far   [][][]event // far[w] holds the events of window w, for cur < w ≤ last, in blocks
+	far   []farWindow // far[w] holds the events of window w, for cur < w ≤ last
 	late  []event     // the events of no window: after last
 	cur   int64       // the current window: every event with at < (cur+1)·2^shift is in h
 	last  int64       // the last window, the one that holds end
@@ -81,6 +84,20 @@ type queue struct {
 	n     int
 	seq   uint32
 	free  [][]event // emptied blocks, reused
+	// new blocks are cut from slab, a run of events made slabMin long and
+	// each next one twice the last, up to slabMax; huge holds the ranges of
+	// them advised huge pages (adviseHuge), taken back when the run ends
+	slab     []event
+	slabNext int
+	huge     [][]byte
+}
+
+// farWindow is a far window's events: the block being filled, held here so
+// that an append reads one header and not a list's last, and the blocks
+// filled before it.
+type farWindow struct {
+	tail []event
+	full [][]event
 }
 
 const (
@@ -94,6 +111,8 @@ const (
 	// windows stay small
 	farBlockMin = 64
 	farBlock    = 2048
+	slabMin     = 4 * farBlock
+	slabMax     = 128 * farBlock // 6 MiB
 )
 
 // newQueue is an empty queue whose windows reach to end: later events are
@@ -116,36 +135,61 @@ func (q *queue) push(e event) {
 }
 
 // farPush adds e to window w's list, or to late past the last window.
+//
+// When an append starts a cache line of its block, it asks for the next
+// one: a block taken from the free list need not be in the caches, and the
+// store to a line that is not waits for it to arrive. Most far pushes of a
+// large run go to a window a few ahead, whose next appends come soon after.
 func (q *queue) farPush(e event, w int64) {
 	if w > q.last {
 		q.late = append(q.late, e)
 		return
 	}
 	for int64(len(q.far)) <= w {
-		q.far = append(q.far, nil)
+		q.far = append(q.far, farWindow{})
 	}
-	bs := q.far[w]
-	if n := len(bs); n == 0 || len(bs[n-1]) == cap(bs[n-1]) {
+	fw := &q.far[w]
+	if len(fw.tail) == cap(fw.tail) {
 		want := farBlockMin
-		if n > 0 {
-			want = min(2*cap(bs[n-1]), farBlock)
+		if c := cap(fw.tail); c > 0 {
+			fw.full = append(fw.full, fw.tail)
+			want = min(2*c, farBlock)
 		}
-		bs = append(bs, q.block(want))
-		q.far[w] = bs
+		fw.tail = q.block(want)
 	}
-	last := &bs[len(bs)-1]
-	*last = append(*last, e)
+	fw.tail = append(fw.tail, e)
+	i := len(fw.tail) - 1
+	if p := unsafe.Pointer(&fw.tail[i]); uintptr(p)&63 < eventSize && i+3 < cap(fw.tail) {
+		prefetchLines(unsafe.Add(p, 64), 1)
+	}
 }
+
+const eventSize = unsafe.Sizeof(event{})
 
 // block is an empty far block: from the free list when it has one,
 // whatever its size, else a new one of want events.
+//
+// New blocks are cut from slabs that grow to 6 MiB and are advised huge
+// pages (adviseHuge), as the client and attempt arrays are: a large run's
+// far tier spans far more memory than the TLB maps in 4 KiB pages. Nothing
+// a run computes depends on where a block lies.
 func (q *queue) block(want int) []event {
 	if n := len(q.free); n > 0 {
 		b := q.free[n-1]
 		q.free = q.free[:n-1]
 		return b
 	}
-	return make([]event, 0, want)
+	if len(q.slab) < want {
+		n := max(q.slabNext, slabMin, want)
+		q.slabNext = min(2*n, slabMax)
+		q.slab = make([]event, n)
+		if b := adviseHuge(q.slab); b != nil {
+			q.huge = append(q.huge, b)
+		}
+	}
+	b := q.slab[:0:want]
+	q.slab = q.slab[want:]
+	return b
 }
 
 func (q *queue) pop() event {
@@ -168,16 +212,18 @@ func (q *queue) open() {
 		q.late, q.cur, q.last = nil, math.MaxInt64>>1, math.MaxInt64>>1
 		return
 	}
-	if q.cur >= int64(len(q.far)) || q.far[q.cur] == nil {
+	if q.cur >= int64(len(q.far)) {
 		return
 	}
-	for _, b := range q.far[q.cur] {
-		for _, e := range b {
-			q.heapPush(e)
-		}
-		q.free = append(q.free, b[:0])
+	fw := &q.far[q.cur]
+	if fw.tail == nil {
+		return
 	}
-	q.far[q.cur] = nil
+	for _, b := range fw.full {
+		q.take(b)
+	}
+	q.take(fw.tail)
+	*fw = farWindow{}
 	if len(q.h) > windowLoad && q.shift > windowShiftMin {
 		q.narrow()
 	}
@@ -191,15 +237,32 @@ func (q *queue) narrow() {
 	q.shift--
 	q.cur, q.last = 2*q.cur+1, 2*q.last+1
 	old := q.far
-	q.far = make([][][]event, 0, 2*len(old))
-	for _, bs := range old {
-		for _, b := range bs {
-			for _, e := range b {
-				q.farPush(e, e.at>>q.shift)
-			}
-			q.free = append(q.free, b[:0])
+	q.far = make([]farWindow, 0, 2*len(old))
+	for _, fw := range old {
+		for _, b := range fw.full {
+			q.rebucket(b)
+		}
+		if fw.tail != nil {
+			q.rebucket(fw.tail)
 		}
 	}
+}
+
+// take moves a far block's events into the heap and hands the block back.
+func (q *queue) take(b []event) {
+	for _, e := range b {
+		q.heapPush(e)
+	}
+	q.free = append(q.free, b[:0])
+}
+
+// rebucket moves a far block's events to the windows they fall in now and
+// hands the block back.
+func (q *queue) rebucket(b []event) {
+	for _, e := range b {
+		q.farPush(e, e.at>>q.shift)
+	}
+	q.free = append(q.free, b[:0])
 }
 
 func (q *queue) heapPush(e event) {
