@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
 // evKind says what a queued event does.
 type evKind uint8
@@ -84,12 +81,6 @@ type queue struct {
 	n     int
 	seq   uint32
 	free  [][]event // emptied blocks, reused
-	// new blocks are cut from slab, a run of events made slabMin long and
-	// each next one twice the last, up to slabMax; huge holds the ranges of
-	// them advised huge pages (adviseHuge), taken back when the run ends
-	slab     []event
-	slabNext int
-	huge     [][]byte
 }
 
 // farWindow is a far window's events: the block being filled, held here so
@@ -111,8 +102,6 @@ const (
 	// windows stay small
 	farBlockMin = 64
 	farBlock    = 2048
-	slabMin     = 4 * farBlock
-	slabMax     = 128 * farBlock // 6 MiB
 )
 
 // newQueue is an empty queue whose windows reach to end: later events are
@@ -135,11 +124,6 @@ func (q *queue) push(e event) {
 }
 
 // farPush adds e to window w's list, or to late past the last window.
-//
-// When an append starts a cache line of its block, it asks for the next
-// one: a block taken from the free list need not be in the caches, and the
-// store to a line that is not waits for it to arrive. Most far pushes of a
-// large run go to a window a few ahead, whose next appends come soon after.
 func (q *queue) farPush(e event, w int64) {
 	if w > q.last {
 		q.late = append(q.late, e)
@@ -158,38 +142,17 @@ func (q *queue) farPush(e event, w int64) {
 		fw.tail = q.block(want)
 	}
 	fw.tail = append(fw.tail, e)
-	i := len(fw.tail) - 1
-	if p := unsafe.Pointer(&fw.tail[i]); uintptr(p)&63 < eventSize && i+3 < cap(fw.tail) {
-		prefetchLines(unsafe.Add(p, 64), 1)
-	}
 }
-
-const eventSize = unsafe.Sizeof(event{})
 
 // block is an empty far block: from the free list when it has one,
 // whatever its size, else a new one of want events.
-//
-// New blocks are cut from slabs that grow to 6 MiB and are advised huge
-// pages (adviseHuge), as the client and attempt arrays are: a large run's
-// far tier spans far more memory than the TLB maps in 4 KiB pages. Nothing
-// a run computes depends on where a block lies.
 func (q *queue) block(want int) []event {
 	if n := len(q.free); n > 0 {
 		b := q.free[n-1]
 		q.free = q.free[:n-1]
 		return b
 	}
-	if len(q.slab) < want {
-		n := max(q.slabNext, slabMin, want)
-		q.slabNext = min(2*n, slabMax)
-		q.slab = make([]event, n)
-		if b := adviseHuge(q.slab); b != nil {
-			q.huge = append(q.huge, b)
-		}
-	}
-	b := q.slab[:0:want]
-	q.slab = q.slab[want:]
-	return b
+	return make([]event, 0, want)
 }
 
 func (q *queue) pop() event {

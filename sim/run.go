@@ -155,7 +155,7 @@ func runDesign(ctx context.Context, sc *scenario.Scenario, d *scenario.Design, a
 	e.timedRun(opts.cpuClock)
 	*dd = designDone{row: row(d, e, fs, steadyS), audit: e.audit, stats: e.stats, or: e.or}
 	size := e.stateBytes()
-	for _, b := range append(e.huge, e.q.huge...) {
+	for _, b := range e.huge {
 		unadviseHuge(b)
 	}
 	e = nil
