@@ -166,10 +166,7 @@ func (e *engine) startAttempt(id int32, c *client, p int32) {
 	}
 	e.attempts = append(e.attempts, a)
 	e.attempts[ai].runIdx = int32(len(pr.running))
-	pr.running = append(pr.running, ai)
-	pr.runStart = append(pr.runStart, a.start)
-	pr.runE = append(pr.runE, a.e)
-	pr.runLo = append(pr.runLo, 0)
+	pr.running = append(pr.running, runEntry{start: a.start, ai: ai, e: a.e})
 	cl.attempt = ai
 	if a.stored && e.events == topology.EventsMemory {
 		e.memAdd(p, ai)
@@ -371,9 +368,9 @@ func (e *engine) endAttempt(ai int32, dead bool) {
 	pr := &e.procs[a.proc]
 	n := len(pr.running) - 1
 	last := pr.running[n]
-	pr.running[a.runIdx], pr.runStart[a.runIdx], pr.runE[a.runIdx], pr.runLo[a.runIdx] = last, pr.runStart[n], pr.runE[n], pr.runLo[n]
-	e.attempts[last].runIdx = a.runIdx
-	pr.running, pr.runStart, pr.runE, pr.runLo = pr.running[:n], pr.runStart[:n], pr.runE[:n], pr.runLo[:n]
+	pr.running[a.runIdx] = last
+	e.attempts[last.ai].runIdx = a.runIdx
+	pr.running = pr.running[:n]
 	e.memEnd(ai)
 	e.appendOps(a)
 	if a.stored && e.events == topology.EventsRedis {

@@ -134,7 +134,7 @@ func (e *engine) storeRestart(persistent bool) {
 		}
 		a.restartLo = e.produced(a, e.now) + 1
 		pr := &e.procs[a.proc]
-		pr.runLo[a.runIdx] = a.restartLo
+		pr.running[a.runIdx].lo = a.restartLo
 	}
 }
 

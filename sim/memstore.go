@@ -72,10 +72,9 @@ type memStore struct {
 	// the segment tree over the phase buckets (leaves at nb+b):
 	// the least f below a node (its children's may be stale below it), how
 	// many streams hold it, and the second least; noF when none
-	tmn, tsmn []int64
-	tcnt      []int32
-	fresh     int64 // streams that still hold their priming event
-	endNE     int64 // ended streams that still hold an event
+	tree  []segNode
+	fresh int64 // streams that still hold their priming event
+	endNE int64 // ended streams that still hold an event
 	// eb[k] lists the ended streams due at round rounds+1+k: at their last
 	// non-empty round, or to be forgotten
 	eb [][]int32

@@ -10,34 +10,40 @@ package sim
 // greater of its own and its parent's, and a stream's f the greatest of its
 // own and every node's above its bucket.
 
+// segNode is a node of the tree: its least f, the second least, and how
+// many streams hold the least. One struct per node, and not one array per
+// field: a walk from a leaf to the root at a million clients missed the
+// caches at each of the lower levels once per array.
+type segNode struct {
+	mn, smn int64
+	cnt     int32
+}
+
 func (s *memStore) treeInit() {
-	s.tmn = make([]int64, 2*s.nb)
-	s.tsmn = make([]int64, 2*s.nb)
-	s.tcnt = make([]int32, 2*s.nb)
-	for n := range s.tmn {
-		s.tmn[n], s.tsmn[n] = noF, noF
+	s.tree = make([]segNode, 2*s.nb)
+	for n := range s.tree {
+		s.tree[n] = segNode{mn: noF, smn: noF}
 	}
 }
 
 // push hands node n's least down to its children.
 func (s *memStore) push(n int) {
-	if v := s.tmn[n]; v != noF {
-		s.tmn[2*n] = max(s.tmn[2*n], v)
-		s.tmn[2*n+1] = max(s.tmn[2*n+1], v)
+	if v := s.tree[n].mn; v != noF {
+		s.tree[2*n].mn = max(s.tree[2*n].mn, v)
+		s.tree[2*n+1].mn = max(s.tree[2*n+1].mn, v)
 	}
 }
 
 // pull sets node n from its children.
 func (s *memStore) pull(n int) {
-	l, r := 2*n, 2*n+1
-	a, b := s.tmn[l], s.tmn[r]
-	switch {
+	l, r := &s.tree[2*n], &s.tree[2*n+1]
+	switch a, b := l.mn, r.mn; {
 	case a == b:
-		s.tmn[n], s.tcnt[n], s.tsmn[n] = a, s.tcnt[l]+s.tcnt[r], min(s.tsmn[l], s.tsmn[r])
+		s.tree[n] = segNode{mn: a, cnt: l.cnt + r.cnt, smn: min(l.smn, r.smn)}
 	case a < b:
-		s.tmn[n], s.tcnt[n], s.tsmn[n] = a, s.tcnt[l], min(s.tsmn[l], b)
+		s.tree[n] = segNode{mn: a, cnt: l.cnt, smn: min(l.smn, b)}
 	default:
-		s.tmn[n], s.tcnt[n], s.tsmn[n] = b, s.tcnt[r], min(a, s.tsmn[r])
+		s.tree[n] = segNode{mn: b, cnt: r.cnt, smn: min(a, r.smn)}
 	}
 }
 
@@ -47,7 +53,7 @@ func (s *memStore) leafOpen(b int) {
 	for h := s.depth; h >= 1; h-- {
 		s.push(n >> h) // so that leafClose's pulls lose no raise
 	}
-	v := s.tmn[n]
+	v := s.tree[n].mn
 	l := s.bk[b]
 	for j := range l {
 		l[j].f = max(l[j].f, v)
@@ -59,9 +65,9 @@ func (s *memStore) leafClose(b int) {
 	n := s.nb + b
 	s.leafSet(b)
 	for n >>= 1; n >= 1; n >>= 1 {
-		mn, smn, cnt := s.tmn[n], s.tsmn[n], s.tcnt[n]
+		was := s.tree[n]
 		s.pull(n)
-		if s.tmn[n] == mn && s.tsmn[n] == smn && s.tcnt[n] == cnt {
+		if s.tree[n] == was {
 			return // the nodes above are made of this one as it was
 		}
 	}
@@ -79,8 +85,7 @@ func (s *memStore) leafSet(b int) {
 			smn = p.f
 		}
 	}
-	n := s.nb + b
-	s.tmn[n], s.tsmn[n], s.tcnt[n] = mn, smn, cnt
+	s.tree[s.nb+b] = segNode{mn: mn, smn: smn, cnt: cnt}
 }
 
 // fOf is running stream ai's purge counter.
@@ -88,7 +93,7 @@ func (s *memStore) fOf(ai int32, start, iv int64) int64 {
 	b := s.bucket(start%iv, iv)
 	v := int64(-noF)
 	for n := s.nb + b; n >= 1; n >>= 1 {
-		v = max(v, s.tmn[n])
+		v = max(v, s.tree[n].mn)
 	}
 	for _, p := range s.bk[b] {
 		if p.ai == ai {
@@ -101,11 +106,11 @@ func (s *memStore) fOf(ai int32, start, iv int64) int64 {
 // countEq counts the streams of buckets lo..hi whose f is v, when none of
 // them is below v; node n covers buckets nl..nr.
 func (s *memStore) countEq(n, nl, nr, lo, hi int, v int64) int64 {
-	if hi < nl || nr < lo || s.tmn[n] > v {
+	if hi < nl || nr < lo || s.tree[n].mn > v {
 		return 0
 	}
 	if lo <= nl && nr <= hi {
-		return int64(s.tcnt[n]) // its least is v
+		return int64(s.tree[n].cnt) // its least is v
 	}
 	s.push(n)
 	m := (nl + nr) / 2
@@ -115,11 +120,11 @@ func (s *memStore) countEq(n, nl, nr, lo, hi int, v int64) int64 {
 // chmax raises every f of buckets lo..hi to at least v; node n covers
 // buckets nl..nr. It returns the streams it had to look at one by one.
 func (s *memStore) chmax(n, nl, nr, lo, hi int, v int64) int64 {
-	if hi < nl || nr < lo || s.tmn[n] >= v {
+	if hi < nl || nr < lo || s.tree[n].mn >= v {
 		return 0
 	}
-	if lo <= nl && nr <= hi && s.tsmn[n] > v {
-		s.tmn[n] = v // only the streams at the least move
+	if lo <= nl && nr <= hi && s.tree[n].smn > v {
+		s.tree[n].mn = v // only the streams at the least move
 		return 0
 	}
 	if n >= s.nb {

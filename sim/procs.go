@@ -62,7 +62,7 @@ func (e *engine) exitProc(p int32, graceful bool) {
 		}
 	}
 	for len(pr.running) > 0 {
-		e.endAttempt(pr.running[len(pr.running)-1], true)
+		e.endAttempt(pr.running[len(pr.running)-1].ai, true)
 		pr = &e.procs[p]
 	}
 	if e.caps.CloseOnExit(graceful) {
@@ -81,4 +81,5 @@ func (e *engine) exitProc(p int32, graceful bool) {
 			e.memCheck(e, memOpExit, p, -1)
 		}
 	}
+	pr.running, pr.conns = nil, nil // empty now, and no attempt or connection comes to a dead process
 }

@@ -39,13 +39,13 @@ func (e *engine) sample(i int) {
 		maxlen := int64(e.d.Store.RedisMaxLen)
 		for p := range e.procs {
 			pr := &e.procs[p]
-			for i, st := range pr.runStart {
-				hi := min((e.now-st)/e.iv, int64(pr.runE[i]))
-				lo := int64(max(first, pr.runLo[i]))
+			for _, r := range pr.running {
+				hi := min((e.now-r.start)/e.iv, int64(r.e))
+				lo := int64(max(first, r.lo))
 				if maxlen > 0 && hi-lo+1 > maxlen {
 					lo = hi - maxlen + 1
 				}
-				bytes += e.streamBytes(lo, hi, int64(pr.runE[i]))
+				bytes += e.streamBytes(lo, hi, int64(r.e))
 			}
 		}
 	}
