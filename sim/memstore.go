@@ -125,47 +125,51 @@ const (
 	memOpExit                // the process and its store are gone
 )
 
-// memStreams holds a process's in-memory streams as parallel arrays.
+// memStreams holds a process's in-memory streams, one entry each: a
+// stream's end, a read and a removal each touch one entry, and not one per
+// field array (at a million clients, a cache miss each).
 type memStreams struct {
-	ai    []int32
-	start []int64
-	e     []int32
-	endN  []int32 // -1 while the attempt runs
-	// once ended: the round it ended at, and the first index it held then
-	r  []int64
-	lo []int32
+	s []memStream
+}
+
+type memStream struct {
+	start int64
+	r     int64 // once ended: the round it ended at
+	ai    int32
+	e     int32
+	endN  int32 // -1 while the attempt runs
+	lo    int32 // once ended: the first index it held then
 }
 
 func (m *memStreams) add(ai int32, start int64, e int32) int32 {
-	m.ai, m.start, m.e, m.endN = append(m.ai, ai), append(m.start, start), append(m.e, e), append(m.endN, -1)
-	m.r, m.lo = append(m.r, 0), append(m.lo, 0)
-	return int32(len(m.ai) - 1)
+	m.s = append(m.s, memStream{start: start, ai: ai, e: e, endN: -1})
+	return int32(len(m.s) - 1)
 }
 
 // remove swaps stream i out, fixing the index of the one moved into its place.
 func (m *memStreams) remove(i int32, attempts []attempt) {
-	n := len(m.ai) - 1
-	attempts[m.ai[i]].memIdx = -1
+	n := len(m.s) - 1
+	attempts[m.s[i].ai].memIdx = -1
 	if int(i) != n {
-		m.ai[i], m.start[i], m.e[i], m.endN[i], m.r[i], m.lo[i] = m.ai[n], m.start[n], m.e[n], m.endN[n], m.r[n], m.lo[n]
-		attempts[m.ai[i]].memIdx = i
+		m.s[i] = m.s[n]
+		attempts[m.s[i].ai].memIdx = i
 	}
-	m.ai, m.start, m.e, m.endN, m.r, m.lo = m.ai[:n], m.start[:n], m.e[:n], m.endN[:n], m.r[:n], m.lo[:n]
+	m.s = m.s[:n]
 }
 
 // endedLo is the first index ended stream i holds after rounds rounds.
 func (m *memStreams) endedLo(i int32, rounds int64) int64 {
-	h := max(int64(m.endN[i])-int64(m.lo[i])+1, 0)
-	return int64(m.lo[i]) + min(rounds-m.r[i], h)
+	h := max(int64(m.s[i].endN)-int64(m.s[i].lo)+1, 0)
+	return int64(m.s[i].lo) + min(rounds-m.s[i].r, h)
 }
 
 // lo is the first index stream i still holds.
 func (s *memStore) lo(i int32, iv int64) int64 {
 	m := &s.ms
-	if m.endN[i] >= 0 {
+	if m.s[i].endN >= 0 {
 		return m.endedLo(i, s.rounds)
 	}
-	return s.rounds + 1 - m.start[i]/iv - s.fOf(m.ai[i], m.start[i], iv)
+	return s.rounds + 1 - m.s[i].start/iv - s.fOf(m.s[i].ai, m.s[i].start, iv)
 }
 
 // memCap is the store's cap in bytes; no cap never purges.
@@ -466,8 +470,8 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 	// it is, before this round lifts anything.
 	if s.resTau == tau {
 		for _, ai := range s.resAt {
-			if i := e.attempts[ai].memIdx; i >= 0 && s.ms.endN[i] < 0 {
-				if lo := s.lo(i, iv); lo == int64(s.ms.e[i]) && (lo != 0 || first != 0) {
+			if i := e.attempts[ai].memIdx; i >= 0 && s.ms.s[i].endN < 0 {
+				if lo := s.lo(i, iv); lo == int64(s.ms.s[i].e) && (lo != 0 || first != 0) {
 					resN++
 				}
 			}
@@ -507,10 +511,10 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 				continue // deleted
 			}
 			m := &s.ms
-			h := max(int64(m.endN[i])-int64(m.lo[i])+1, 0)
-			if h > 0 && m.r[i]+h == r {
+			h := max(int64(m.s[i].endN)-int64(m.s[i].lo)+1, 0)
+			if h > 0 && m.s[i].r+h == r {
 				last++
-				if m.endN[i] == m.e[i] && (m.endN[i] != 0 || first != 0) {
+				if m.s[i].endN == m.s[i].e && (m.s[i].endN != 0 || first != 0) {
 					resN++
 				}
 				s.due(r+1, ai)
@@ -576,7 +580,7 @@ func (e *engine) memEnd(ai int32) {
 	i := a.memIdx
 	f := s.unindex(ai, a.start, e.iv)
 	lo := s.rounds + 1 - a.start/e.iv - f
-	m.endN[i], m.r[i], m.lo[i] = a.endN, s.rounds, int32(lo)
+	m.s[i].endN, m.s[i].r, m.s[i].lo = a.endN, s.rounds, int32(lo)
 	if h := int64(a.endN) - lo + 1; h > 0 {
 		s.endNE++
 		s.due(s.rounds+h, ai)
@@ -602,11 +606,11 @@ func (e *engine) memDelete(ai int32) {
 	m := &s.ms
 	i := a.memIdx
 	var lo, last int64
-	if m.endN[i] < 0 {
+	if m.s[i].endN < 0 {
 		lo = s.rounds + 1 - a.start/e.iv - s.unindex(ai, a.start, e.iv)
-		last = (e.now - m.start[i]) / e.iv
+		last = (e.now - m.s[i].start) / e.iv
 	} else {
-		lo, last = m.endedLo(i, s.rounds), int64(m.endN[i])
+		lo, last = m.endedLo(i, s.rounds), int64(m.s[i].endN)
 		if lo <= last {
 			s.endNE--
 		}
@@ -614,7 +618,7 @@ func (e *engine) memDelete(ai int32) {
 	if lo == 0 && lo <= last && e.first() == 0 {
 		s.fresh--
 	}
-	s.held -= e.memBytes(lo, last, int64(m.e[i]))
+	s.held -= e.memBytes(lo, last, int64(m.s[i].e))
 	m.remove(i, e.attempts)
 	if e.memCheck != nil {
 		e.memCheck(e, memOpDelete, a.proc, ai)

@@ -252,8 +252,8 @@ func seqRunAt(t *testing.T, seed uint64, priming bool, capBytes int64, storm, op
 			op = "read"
 		case k < 86 && storm == 0:
 			op = "exit"
-			for _, ai := range e.procs[0].store.ms.ai {
-				e.attempts[ai].memIdx = -1
+			for _, st := range e.procs[0].store.ms.s {
+				e.attempts[st.ai].memIdx = -1
 			}
 			e.procs[0].store = memStore{expect: tm.expect}
 			ref.settle(e.now)

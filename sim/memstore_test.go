@@ -134,7 +134,8 @@ func (c *shadowCheck) compare(e *engine, sh *shadowStore, p int32, op memOp) {
 		return
 	}
 	in := map[int32]bool{}
-	for i, ai := range s.ms.ai {
+	for i, ms := range s.ms.s {
+		ai := ms.ai
 		in[ai] = true
 		st := sh.streams[ai]
 		if st == nil {
@@ -212,8 +213,8 @@ func TestMemoryStoreEvictsPerAppend(t *testing.T) {
 func (c *shadowCheck) dump(e *engine, sh *shadowStore, p int32) string {
 	s := &e.procs[p].store
 	out := fmt.Sprintf("\nstore at %d, run %d:", s.at, s.run)
-	for i, ai := range s.ms.ai {
-		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d lo %d", ai, s.ms.start[i], s.ms.e[i], s.ms.endN[i], s.lo(int32(i), e.iv))
+	for i, ms := range s.ms.s {
+		out += fmt.Sprintf("\n  ai %d start %d e %d endN %d lo %d", ms.ai, ms.start, ms.e, ms.endN, s.lo(int32(i), e.iv))
 	}
 	out += "\nshadow:"
 	for ai, st := range sh.streams {

@@ -72,9 +72,9 @@ func (e *engine) exitProc(p int32, graceful bool) {
 	}
 	pr = &e.procs[p]
 	if e.events == topology.EventsMemory {
-		for _, ai := range pr.store.ms.ai {
-			e.attempts[ai].gone = true
-			e.attempts[ai].memIdx = -1
+		for _, st := range pr.store.ms.s {
+			e.attempts[st.ai].gone = true
+			e.attempts[st.ai].memIdx = -1
 		}
 		pr.store = memStore{expect: pr.store.expect} // the same sizing, should it index again
 		if e.memCheck != nil {
