@@ -324,10 +324,9 @@ func (e *engine) newProc(slot int32) int32 {
 	// its memory store is sized for its share of the clients, all streaming
 	expect := e.sc.Workload.Clients / max(e.sc.Replicas, 1)
 	// and its running and connection lists too: grown by doubling, each
-	// process's were copied about twenty times at a million clients, on
-	// fresh pages every time (room never used costs no resident memory
-	// when the pages are fresh, and none beyond what was resident when
-	// they are reused)
+	// was copied anew, onto fresh pages, every time it filled (room never
+	// used costs no resident memory when the pages are fresh, and none
+	// beyond what was resident when they are reused)
 	e.procs = append(e.procs, proc{slot: slot, state: procUp, store: memStore{expect: expect},
 		running: make([]runEntry, 0, expect), conns: make([]int32, 0, expect)})
 	return int32(len(e.procs) - 1)

@@ -159,8 +159,9 @@ func (m *memStreams) remove(i int32, attempts []attempt) {
 
 // endedLo is the first index ended stream i holds after rounds rounds.
 func (m *memStreams) endedLo(i int32, rounds int64) int64 {
-	h := max(int64(m.s[i].endN)-int64(m.s[i].lo)+1, 0)
-	return int64(m.s[i].lo) + min(rounds-m.s[i].r, h)
+	st := &m.s[i]
+	h := max(int64(st.endN)-int64(st.lo)+1, 0)
+	return int64(st.lo) + min(rounds-st.r, h)
 }
 
 // lo is the first index stream i still holds.
@@ -510,16 +511,16 @@ func (e *engine) memRound(s *memStore, tau int64, done int32) int64 {
 			if i < 0 {
 				continue // deleted
 			}
-			m := &s.ms
-			h := max(int64(m.s[i].endN)-int64(m.s[i].lo)+1, 0)
-			if h > 0 && m.s[i].r+h == r {
+			st := &s.ms.s[i]
+			h := max(int64(st.endN)-int64(st.lo)+1, 0)
+			if h > 0 && st.r+h == r {
 				last++
-				if m.s[i].endN == m.s[i].e && (m.s[i].endN != 0 || first != 0) {
+				if st.endN == st.e && (st.endN != 0 || first != 0) {
 					resN++
 				}
 				s.due(r+1, ai)
 			} else {
-				m.remove(i, e.attempts)
+				s.ms.remove(i, e.attempts)
 			}
 		}
 		visits += int64(len(due))
