@@ -443,17 +443,51 @@ func (e *engine) prefetchNext() {
 func (e *engine) prefetchEvent(ev *event, near bool) {
 	switch ev.kind {
 	case evResponse, evTimer, evThink, evCallTimeout, evDropTick, evStreamEnd, evStoreDrop:
-		if int(ev.id) < len(e.clients) {
-			prefetchLines(unsafe.Pointer(&e.clients[ev.id]), clientLines)
+		if int(ev.id) >= len(e.clients) {
+			return
 		}
+		c := &e.clients[ev.id]
+		if !near {
+			prefetchLines(unsafe.Pointer(c), clientLines)
+			return
+		}
+		e.prefetchConn(&c.conn)
 	case evAttemptDone:
 		if int(ev.id) >= len(e.attempts) {
 			return
 		}
 		if !near {
 			prefetchLines(unsafe.Pointer(&e.attempts[ev.id]), attemptLines)
-		} else if c := e.attempts[ev.id].client; c >= 0 && int(c) < len(e.clients) {
+			return
+		}
+		a := &e.attempts[ev.id]
+		if c := a.client; c >= 0 && int(c) < len(e.clients) {
 			prefetchLines(unsafe.Pointer(&e.clients[c]), clientLines)
+		}
+		if a.ended || a.proc < 0 || int(a.proc) >= len(e.procs) {
+			return
+		}
+		pr := &e.procs[a.proc]
+		if i := a.runIdx; i >= 0 && int(i) < len(pr.running) {
+			prefetchLines(unsafe.Pointer(&pr.running[i]), 1)
+		}
+		pr.store.prefetchEnd(a.memIdx, a.start, e.iv)
+	}
+}
+
+// prefetchConn prefetches the attempt a client's connection follows and its
+// entry in its process's connection list, which ending the connection
+// touches, with the client (a load of it, prefetched one event earlier).
+func (e *engine) prefetchConn(k *conn) {
+	if k.kind == connNone {
+		return
+	}
+	if a := k.attempt; a >= 0 && int(a) < len(e.attempts) {
+		prefetchLines(unsafe.Pointer(&e.attempts[a]), attemptLines)
+	}
+	if p := k.proc; p >= 0 && int(p) < len(e.procs) {
+		if cs := e.procs[p].conns; k.slot >= 0 && int(k.slot) < len(cs) {
+			prefetchLines(unsafe.Pointer(&cs[k.slot]), 1)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package sim
 
+import "unsafe"
+
 // The segment tree of a memory store over its phase buckets (see memStore):
 // node 1 is the root, node n's children are 2n and 2n+1, bucket b is leaf
 // nb+b. A node keeps the least purge counter f of the running
@@ -141,3 +143,26 @@ func (s *memStore) chmax(n, nl, nr, lo, hi int, v int64) int64 {
 	s.pull(n)
 	return k
 }
+
+// prefetchEnd starts loading what ending stream i (started at start) will
+// touch that the caches are least likely to hold: its entry, its phase
+// bucket's header and the lowest tree nodes on its leaf's path. It changes
+// nothing.
+func (s *memStore) prefetchEnd(i int32, start, iv int64) {
+	if i < 0 || int(i) >= len(s.ms.s) || s.nb == 0 || iv <= 0 {
+		return
+	}
+	prefetchLines(unsafe.Pointer(&s.ms.s[i]), 1)
+	b := s.bucket(start%iv, iv)
+	if b < 0 || b >= len(s.bk) {
+		return
+	}
+	prefetchLines(unsafe.Pointer(&s.bk[b]), 1)
+	for n, h := s.nb+b, 0; h < prefetchTreeLevels && n >= 1 && n < len(s.tree); n, h = n>>1, h+1 {
+		prefetchLines(unsafe.Pointer(&s.tree[n&^1]), 1)
+	}
+}
+
+// prefetchTreeLevels is how many of a leaf's lowest tree levels prefetchEnd
+// asks for: the levels above them are few enough nodes to stay cached.
+const prefetchTreeLevels = 6
