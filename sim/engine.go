@@ -443,7 +443,7 @@ func (e *engine) prefetchNext() {
 func (e *engine) prefetchEvent(ev *event, near bool) {
 	switch ev.kind {
 	case evResponse, evTimer, evThink, evCallTimeout, evDropTick, evStreamEnd, evStoreDrop:
-		if int(ev.id) >= len(e.clients) {
+		if uint(ev.id) >= uint(len(e.clients)) {
 			return
 		}
 		c := &e.clients[ev.id]
@@ -453,7 +453,7 @@ func (e *engine) prefetchEvent(ev *event, near bool) {
 		}
 		e.prefetchConn(&c.conn)
 	case evAttemptDone:
-		if int(ev.id) >= len(e.attempts) {
+		if uint(ev.id) >= uint(len(e.attempts)) {
 			return
 		}
 		if !near {

@@ -119,3 +119,74 @@ func TestAppendOpsExact(t *testing.T) {
 		}
 	}
 }
+
+// The same with times at any nanosecond: on window boundaries at every
+// width and one either side, 0, negative and in the past, and with ends
+// that are 0, mid-window and unbounded. The load is dense enough for the
+// windows to narrow and cross coarse windows while narrow, and with a
+// finite end the pushes go on after every window is done (with an end
+// inside the first coarse window, before any window could narrow).
+func TestQueueOrderAnyTime(t *testing.T) {
+	t.Parallel()
+	for i, end := range []int64{0, 1<<28 - 1, 2<<28 + 12345, math.MaxInt64} {
+		rng := rand.New(rand.NewPCG(uint64(i), 3))
+		q := newQueue(end)
+		ref := &evHeap{}
+		var now int64
+		narrowed, afterDone := false, 0
+		for op := 0; op < 300000; op++ {
+			if q.Len() > 8000 && rng.IntN(2) == 0 {
+				got, want := q.pop(), heap.Pop(ref).(event)
+				if got.at != want.at || got.seq != want.seq {
+					t.Fatalf("end %d, op %d: got (%d,%d), want (%d,%d)", end, op, got.at, got.seq, want.at, want.seq)
+				}
+				now = max(now, got.at)
+				narrowed = narrowed || q.shift < windowShiftMax
+				continue
+			}
+			if q.cur == queueDone {
+				afterDone++
+			}
+			e := event{at: anyTime(rng, now), seq: q.seq}
+			heap.Push(ref, e)
+			q.push(e)
+		}
+		for q.Len() > 0 {
+			got, want := q.pop(), heap.Pop(ref).(event)
+			if got.at != want.at || got.seq != want.seq {
+				t.Fatalf("end %d, draining: got (%d,%d), want (%d,%d)", end, got.at, got.seq, want.at, want.seq)
+			}
+		}
+		if (end > 1<<28 && !narrowed) || (end < 1<<40 && afterDone == 0) {
+			t.Fatalf("end %d: narrowed %v, %d pushes after the last window: the test missed a path", end, narrowed, afterDone)
+		}
+	}
+}
+
+// anyTime is an event time near now for TestQueueOrderAnyTime.
+func anyTime(rng *rand.Rand, now int64) int64 {
+	switch rng.IntN(8) {
+	case 0: // a window boundary at some width, or one off it
+		sh := uint(windowShiftMin + rng.IntN(windowShiftMax-windowShiftMin+1))
+		return (now+rng.Int64N(1<<29))>>sh<<sh + rng.Int64N(3) - 1
+	case 1: // 0, negative, or the past
+		return []int64{0, -rng.Int64N(1 << 30), now - rng.Int64N(1<<22)}[rng.IntN(3)]
+	case 2:
+		return now + rng.Int64N(1<<20)
+	}
+	return now + rng.Int64N(1<<28)
+}
+
+// evHeap is a container/heap of events by (at, seq), the reference.
+type evHeap []event
+
+func (h evHeap) Len() int           { return len(h) }
+func (h evHeap) Less(i, j int) bool { return h[i].less(&h[j]) }
+func (h evHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *evHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *evHeap) Pop() any {
+	o := *h
+	x := o[len(o)-1]
+	*h = o[:len(o)-1]
+	return x
+}
