@@ -461,14 +461,14 @@ func (e *engine) prefetchEvent(ev *event, near bool) {
 			return
 		}
 		a := &e.attempts[ev.id]
-		if c := a.client; c >= 0 && int(c) < len(e.clients) {
+		if c := a.client; uint(c) < uint(len(e.clients)) {
 			prefetchLines(unsafe.Pointer(&e.clients[c]), clientLines)
 		}
-		if a.ended || a.proc < 0 || int(a.proc) >= len(e.procs) {
+		if a.ended || uint(a.proc) >= uint(len(e.procs)) {
 			return
 		}
 		pr := &e.procs[a.proc]
-		if i := a.runIdx; i >= 0 && int(i) < len(pr.running) {
+		if i := a.runIdx; uint(i) < uint(len(pr.running)) {
 			prefetchLines(unsafe.Pointer(&pr.running[i]), 1)
 		}
 		pr.store.prefetchEnd(a.memIdx, a.start, e.iv)
@@ -482,11 +482,11 @@ func (e *engine) prefetchConn(k *conn) {
 	if k.kind == connNone {
 		return
 	}
-	if a := k.attempt; a >= 0 && int(a) < len(e.attempts) {
+	if a := k.attempt; uint(a) < uint(len(e.attempts)) {
 		prefetchLines(unsafe.Pointer(&e.attempts[a]), attemptLines)
 	}
-	if p := k.proc; p >= 0 && int(p) < len(e.procs) {
-		if cs := e.procs[p].conns; k.slot >= 0 && int(k.slot) < len(cs) {
+	if p := k.proc; uint(p) < uint(len(e.procs)) {
+		if cs := e.procs[p].conns; uint(k.slot) < uint(len(cs)) {
 			prefetchLines(unsafe.Pointer(&cs[k.slot]), 1)
 		}
 	}

@@ -149,12 +149,12 @@ func (s *memStore) chmax(n, nl, nr, lo, hi int, v int64) int64 {
 // bucket's header and the lowest tree nodes on its leaf's path. It changes
 // nothing.
 func (s *memStore) prefetchEnd(i int32, start, iv int64) {
-	if i < 0 || int(i) >= len(s.ms.s) || s.nb == 0 || iv <= 0 {
+	if uint(i) >= uint(len(s.ms.s)) || s.nb == 0 || iv <= 0 {
 		return
 	}
 	prefetchLines(unsafe.Pointer(&s.ms.s[i]), 1)
 	b := s.bucket(start%iv, iv)
-	if b < 0 || b >= len(s.bk) {
+	if uint(b) >= uint(len(s.bk)) {
 		return
 	}
 	prefetchLines(unsafe.Pointer(&s.bk[b]), 1)
